@@ -7,6 +7,7 @@ import { ProxyClient } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { createProjectedAgent } from '../support/fixtures/agents.js';
 import { serviceUrls } from '../support/env.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 
@@ -136,19 +137,14 @@ describe('one trace from action or call to the remote server; secrets never leak
         name: 'secure',
         config: { url: upstream.url, secretHeaders: { Authorization: `Bearer ${SECRET}` } },
       });
-      const { agent } = await api.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['secure'] } });
-      await eventually(
-        async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-        15_000,
-        'tools',
-      );
+      const agentId = await createProjectedAgent(api, 'runner', ['secure'], 2);
 
       const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
       const root = telemetry.tracer.startSpan('agent.turn');
       const outcome = await context.with(trace.setSpan(context.active(), root), () =>
         proxy.call({
           account: api.principal,
-          agent: agent.id,
+          agent: agentId,
           run: 'trace-run',
           tool: 'secure__echo',
           arguments: { text: 'traced' },

@@ -1,14 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
-import { freePort } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { entryArgs } from '../support/bundles.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
-import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { ProcessSystem, eventually } from '../support/system.js';
 import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
+import { startEndpointProcess, type EndpointProcess } from '../support/fixtures/endpoint-process.js';
 
 /**
  * The issue's "done when", as a user does it: the services as processes on a NATS that refuses
@@ -21,8 +19,8 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
   let nats: NatsAuthServer;
   let system: ProcessSystem;
   let everything: EverythingServer;
-  let endpoint: ChildProcess;
-  const logs: string[] = [];
+  let endpoint: EndpointProcess | undefined;
+  let logs: string[] = [];
   let endpointUrl: string;
   let cliEnv: Record<string, string>;
   const prefix = uniqueNamespace().natsPrefix;
@@ -33,40 +31,13 @@ describe('the agent MCP endpoint end to end (processes, NATS with least privileg
       ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
       startEverythingServer('streamableHttp'),
     ]);
-    const port = await freePort();
-    endpointUrl = `http://127.0.0.1:${port}`;
-    endpoint = spawn(process.execPath, entryArgs('endpoint'), {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        ...system.env,
-        ...nats.env('endpoint'),
-        HTTP_PORT: String(port),
-        INTERNAL_HTTP_PORT: String(await freePort()),
-        ENDPOINT_PUBLIC_URL: endpointUrl,
-        INSTANCE_ID: `endpoint-${port}`,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    endpoint.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    endpoint.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    await eventually(
-      async () => {
-        if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-        return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-      },
-      60_000,
-      'endpoint healthy',
-    );
+    endpoint = await startEndpointProcess(system, nats.env('endpoint'), { publicUrl: true });
+    ({ url: endpointUrl, logs } = endpoint);
     ({ env: cliEnv } = cliEnvFor(new ApiClient(system.apiUrl), { MCPX_ENDPOINT_URL: endpointUrl }));
   }, 180_000);
 
   afterAll(async () => {
-    if (endpoint && endpoint.exitCode === null) {
-      const exited = new Promise((r) => endpoint.once('exit', r));
-      endpoint.kill('SIGTERM');
-      await exited;
-    }
+    await endpoint?.stop();
     await everything?.close();
     await system?.stop();
     await nats?.stop();

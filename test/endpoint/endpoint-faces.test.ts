@@ -12,25 +12,11 @@ import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
 import { MODERN_VERSION, modernCall, post } from './raw-mcp.js';
+import { listAllTools } from '../support/fixtures/mcp-lists.js';
 
 type ErrorMeta = { code: string; details: Record<string, unknown> };
 const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta =>
   result._meta?.['io.mcpx/error'] as ErrorMeta;
-
-/** Every page of tools/list, in order (either SDK's client). */
-async function listAll(client: {
-  listTools(params?: { cursor?: string }): Promise<{ tools: Array<{ name: string }>; nextCursor?: string }>;
-}): Promise<any[]> {
-  const all: any[] = [];
-  let cursor: string | undefined;
-  for (let i = 0; i < 100; i++) {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    all.push(...page.tools);
-    cursor = page.nextCursor;
-    if (cursor === undefined) return all;
-  }
-  throw new Error('tools/list did not end');
-}
 
 /**
  * The per-server face `/v1/agents/<agent>/servers/<server>/mcp`: one granted server's tools under
@@ -89,7 +75,7 @@ describe('the per-server face of an agent endpoint', () => {
       new StreamableHTTPClientTransport(new URL(faceUrl('db', agentId)), { requestInit: { headers: auth() } }),
     );
     try {
-      const tools = await listAll(client);
+      const tools = await listAllTools(client);
       expect(tools.map((t) => t.name)).toEqual(['add', 'drop_table', 'echo', 'progress']);
       expect(tools.find((t) => t.name === 'drop_table')?._meta).toMatchObject({
         'io.mcpx/permission': 'always_ask',
@@ -122,7 +108,7 @@ describe('the per-server face of an agent endpoint', () => {
     const client = new V1Client({ name: 'v1-face', version: '1.0.0' });
     await client.connect(new V1Transport(new URL(faceUrl('old')), { requestInit: { headers: auth() } }));
     try {
-      const tools = await listAll(client);
+      const tools = await listAllTools(client);
       expect(tools.map((t) => t.name)).toEqual(['echo']);
       const out = await client.callTool({ name: 'echo', arguments: { text: 'legacy face' } });
       expect(JSON.stringify(out.content)).toContain('legacy face');

@@ -1,4 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
@@ -8,24 +7,18 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import type { NatsConnection } from '@nats-io/transport-node';
 import { encodePayload, makeSubjects, type ApprovalDecidedEvent, type Subjects } from '@mcpx/contracts';
 import { approvalTools } from '../approvals/approval-tools.js';
-import { freePort, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { entryArgs } from '../support/bundles.js';
 import { uniqueNamespace } from '../support/env.js';
 import { NatsAuthServer } from '../support/nats-auth-server.js';
 import { SseSubscriber } from '../support/sse-client.js';
-import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { StreamText, answerLegacy, callLegacy, initializeLegacy } from '../support/fixtures/legacy-raw-client.js';
+import { ProcessSystem, eventually } from '../support/system.js';
 import { errorOf } from './endpoint-harness.js';
+import { startEndpointProcess, type EndpointProcess } from '../support/fixtures/endpoint-process.js';
 
 const textOf = (result: object): string =>
   ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
-
-/** One endpoint process on the `endpoint` NATS user. */
-interface EndpointProcess {
-  url: string;
-  child: ChildProcess;
-  logs: string[];
-}
 
 /**
  * The endpoint as deployed: two endpoint processes behind no affinity, the services as processes,
@@ -49,37 +42,13 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
   const clients: Array<{ close(): Promise<void> }> = [];
   const prefix = uniqueNamespace().natsPrefix;
 
-  const startEndpointProcess = async (i: number): Promise<EndpointProcess> => {
-    const port = await freePort();
-    const url = `http://127.0.0.1:${port}`;
-    const logs: string[] = [];
-    const child = spawn(process.execPath, entryArgs('endpoint'), {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        ...system.env,
-        ...nats.env('endpoint'),
-        HTTP_PORT: String(port),
-        INTERNAL_HTTP_PORT: String(await freePort()),
-        ENDPOINT_PUBLIC_URL: url,
-        ENDPOINT_LEAN_CALLS: 'on',
-        INSTANCE_ID: `endpoint-${i}-${port}`,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    const started = { url, child, logs };
-    endpoints.push(started);
-    await eventually(
-      async () => {
-        if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-        return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-      },
-      60_000,
-      `endpoint ${i} healthy`,
+  const startEndpoint = async (i: number): Promise<void> => {
+    const started = await startEndpointProcess(
+      system,
+      { ...nats.env('endpoint'), ENDPOINT_LEAN_CALLS: 'on' },
+      { publicUrl: true, instance: `endpoint-${i}` },
     );
-    return started;
+    endpoints[i] = started;
   };
 
   const agentUrl = (e: EndpointProcess, agent: string): string => `${e.url}/v1/agents/${encodeURIComponent(agent)}/mcp`;
@@ -104,7 +73,7 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
       30_000,
       'tools projected',
     );
-    await Promise.all([startEndpointProcess(0), startEndpointProcess(1)]);
+    await Promise.all([startEndpoint(0), startEndpoint(1)]);
     stream = await SseSubscriber.open(api);
   }, 180_000);
 
@@ -112,14 +81,7 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     for (const c of clients) await c.close().catch(() => undefined);
     for (const nc of conns) await nc.close().catch(() => undefined);
     await stream?.close();
-    await Promise.all(
-      endpoints.map(async (e) => {
-        if (e.child.exitCode !== null) return;
-        const exited = new Promise((r) => e.child.once('exit', r));
-        e.child.kill('SIGTERM');
-        await exited;
-      }),
-    );
+    await Promise.all(endpoints.map((e) => e.stop()));
     await upstream?.close();
     await system?.stop();
     await nats?.stop();
@@ -258,67 +220,23 @@ describe('the agent MCP endpoint on two instances (its own NATS user, no affinit
     const { token: t } = await token('ops', { userMayApprove: true });
     const intruder = await token('ops', { userMayApprove: true });
     const [a, b] = [endpoints[0]!, endpoints[1]!];
-    const headers = (bearer: string): Record<string, string> => ({
-      authorization: `Bearer ${bearer}`,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2025-11-25',
-    });
     // The initialize reaches B; the call reaches A (which learns from B what the client declared).
-    const init = await fetch(agentUrl(b, 'ops'), {
-      method: 'POST',
-      headers: headers(t),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: { elicitation: {} },
-          clientInfo: { name: 'raw', version: '1' },
-        },
-      }),
-    });
-    await init.text();
+    await initializeLegacy(agentUrl(b, 'ops'), t);
     const before = upstream.stats.calls;
-    const call = await fetch(agentUrl(a, 'ops'), {
-      method: 'POST',
-      headers: headers(t),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 2,
-        method: 'tools/call',
-        params: { name: 'db__drop_table', arguments: { table: 'elsewhere' } },
-      }),
-    });
-    const reader = call.body!.getReader();
-    let seen = '';
-    while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
-    const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
+    const stream = new StreamText(await callLegacy(agentUrl(a, 'ops'), t, 'db__drop_table', { table: 'elsewhere' }));
+    await stream.until('elicitation/create');
+    const question = stream.firstMessage<{ id: string; method: string }>();
     // The question's id names the instance that asked it (A).
     expect(question.id).toMatch(/^mcpx-q\.endpoint-0-\d+\./);
     const answer = (bearer: string, action: 'accept' | 'decline', id = question.id): Promise<Response> =>
-      fetch(agentUrl(b, 'ops'), {
-        method: 'POST',
-        headers: headers(bearer),
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id,
-          result: action === 'accept' ? { action, content: {} } : { action },
-        }),
-      });
+      answerLegacy(agentUrl(b, 'ops'), bearer, id, action);
     // A decline for a question of an instance that does not exist is taken by nobody.
     await (await answer(t, 'decline', `mcpx-q.endpoint-gone.${randomUUID()}`)).text();
     // Another token's decline, posted to B, is not taken by A (had it been, the call would end refused).
     await (await answer(intruder.token, 'decline')).text();
     // The client's own answer, posted to B, is taken by A: the call runs there, once.
     expect((await answer(t, 'accept')).status).toBe(202);
-    while (!seen.includes('"id":2')) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      seen += new TextDecoder().decode(value);
-    }
-    expect(seen).toContain('dropped elsewhere');
+    expect(await stream.until('"id":2')).toContain('dropped elsewhere');
     expect(upstream.stats.calls).toBe(before + 1);
   });
 

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, request as httpRequest, type Server } from 'node:http';
@@ -23,12 +23,12 @@ import { startEverythingServer, type EverythingServer } from '../servers/everyth
 import { freePort } from '../servers/index.js';
 import { startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
-import { entryArgs } from '../support/bundles.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { createDb } from '@mcpx/db';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { ProcessSystem, ROOT, eventually } from '../support/system.js';
+import { ProcessSystem, eventually } from '../support/system.js';
 import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
+import { startEndpointProcess, type EndpointProcess } from '../support/fixtures/endpoint-process.js';
 
 const require = createRequire(import.meta.url);
 const packageDir = (name: string): string => dirname(require.resolve(`${name}/package.json`));
@@ -51,13 +51,13 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
   /** Receives every service's spans (OTLP/HTTP JSON): they are searched for secrets too. */
   let collector: Server;
   const spans: string[] = [];
-  let endpoint: ChildProcess;
+  let endpoint: EndpointProcess | undefined;
   let endpointUrl: string;
   let caDir: string;
   let api: ApiClient;
   let agentA: string;
   let agentB: string;
-  const endpointLogs: string[] = [];
+  let endpointLogs: string[] = [];
   /** Every secret the flows handled: none may appear in a log, an answer to the owner or a metric. */
   const secrets: string[] = [];
   const docs = new Map<string, unknown>();
@@ -114,23 +114,12 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
       }),
       startEverythingServer('streamableHttp'),
     ]);
-    const port = await freePort();
-    endpointUrl = `http://127.0.0.1:${port}`;
-    endpoint = spawn(process.execPath, entryArgs('endpoint'), {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        ...system.env,
-        HTTP_PORT: String(port),
-        INTERNAL_HTTP_PORT: String(await freePort()),
-        ENDPOINT_PUBLIC_URL: endpointUrl,
-        ENDPOINT_AUTHORIZATION_SERVER: system.authUrl,
-        INSTANCE_ID: `endpoint-${port}`,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    endpoint.stdout?.on('data', (d: Buffer) => endpointLogs.push(d.toString('utf8')));
-    endpoint.stderr?.on('data', (d: Buffer) => endpointLogs.push(d.toString('utf8')));
+    endpoint = await startEndpointProcess(
+      system,
+      { ENDPOINT_AUTHORIZATION_SERVER: system.authUrl },
+      { publicUrl: true },
+    );
+    ({ url: endpointUrl, logs: endpointLogs } = endpoint);
     api = new ApiClient(system.apiUrl);
     const { server } = await api.act('SetMcpServer', { name: 'everything', config: { url: everything.url } });
     expect(server.status.state).toBe('ok');
@@ -141,22 +130,10 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
       20_000,
       'tools projected',
     );
-    await eventually(
-      async () => {
-        if (endpoint.exitCode !== null) throw new Error(`endpoint exited: ${endpointLogs.join('')}`);
-        return (await fetch(`${endpointUrl}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-      },
-      60_000,
-      'endpoint healthy',
-    );
   }, 180_000);
 
   afterAll(async () => {
-    if (endpoint && endpoint.exitCode === null) {
-      const exited = new Promise((r) => endpoint.once('exit', r));
-      endpoint.kill('SIGTERM');
-      await exited;
-    }
+    await endpoint?.stop();
     await everything?.close();
     await system?.stop();
     await new Promise((r) => documents?.close(r));

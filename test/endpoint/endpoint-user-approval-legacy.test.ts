@@ -5,6 +5,7 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { TestMcpServer } from '../servers/index.js';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { INPUT_TOOLS } from '../inputs/input-system.js';
+import { StreamText, answerLegacy, callLegacy, initializeLegacy } from '../support/fixtures/legacy-raw-client.js';
 import { errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
 
 const textOf = (result: object): string =>
@@ -106,109 +107,32 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')(
       const { token } = await sys.token('ops', { userMayApprove: true });
       const intruder = await sys.token('ops', { userMayApprove: true });
       const url = sys.urlOf('ops');
-      const legacyHeaders = (t: string): Record<string, string> => ({
-        authorization: `Bearer ${t}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2025-11-25',
-      });
       // The raw client: its initialize declares elicitation; its call's SSE stream is read as it comes.
-      const init = await fetch(url, {
-        method: 'POST',
-        headers: legacyHeaders(token),
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'initialize',
-          params: {
-            protocolVersion: '2025-11-25',
-            capabilities: { elicitation: {} },
-            clientInfo: { name: 'raw', version: '1' },
-          },
-        }),
-      });
-      await init.text();
+      await initializeLegacy(url, token);
       const before = upstream.stats.calls;
-      const call = await fetch(url, {
-        method: 'POST',
-        headers: legacyHeaders(token),
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 2,
-          method: 'tools/call',
-          params: { name: 'db__drop_table', arguments: { table: 'guarded' } },
-        }),
-      });
-      const reader = call.body!.getReader();
-      let seen = '';
-      while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
-      const question = JSON.parse(/data: (.*)/.exec(seen)![1]!) as { id: string; method: string };
+      const stream = new StreamText(await callLegacy(url, token, 'db__drop_table', { table: 'guarded' }));
+      await stream.until('elicitation/create');
+      const question = stream.firstMessage<{ id: string; method: string }>();
       expect(question.method).toBe('elicitation/create');
-      const answer = (id: string, t: string, action = 'accept'): Promise<Response> =>
-        fetch(url, {
-          method: 'POST',
-          headers: legacyHeaders(t),
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id,
-            result: action === 'accept' ? { action, content: {} } : { action },
-          }),
-        });
+      const answer = (id: string, t: string, action: 'accept' | 'decline' = 'accept'): Promise<Response> =>
+        answerLegacy(url, t, id, action);
       // Another token's decline (had it been taken, the call would end refused, whatever came next).
       await (await answer(question.id, intruder.token, 'decline')).text();
       await (await answer('mcpx-q-made-up', token, 'decline')).text();
       // The client's own answer: the call runs, once.
       expect((await answer(question.id, token)).status).toBe(202);
-      while (!seen.includes('"id":2')) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        seen += new TextDecoder().decode(value);
-      }
-      expect(seen).toContain('dropped guarded');
+      expect(await stream.until('"id":2')).toContain('dropped guarded');
       expect(upstream.stats.calls).toBe(before + 1);
     });
 
     it('a client that goes away while asked leaves the approval to the owner; nothing runs', async () => {
       const { token } = await sys.token('ops', { userMayApprove: true });
       const url = sys.urlOf('ops');
-      const headers = {
-        authorization: `Bearer ${token}`,
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2025-11-25',
-      };
-      await (
-        await fetch(url, {
-          method: 'POST',
-          headers,
-          body: JSON.stringify({
-            jsonrpc: '2.0',
-            id: 1,
-            method: 'initialize',
-            params: {
-              protocolVersion: '2025-11-25',
-              capabilities: { elicitation: {} },
-              clientInfo: { name: 'raw', version: '1' },
-            },
-          }),
-        })
-      ).text();
+      await initializeLegacy(url, token);
       const before = upstream.stats.calls;
       const gone = new AbortController();
-      const call = await fetch(url, {
-        method: 'POST',
-        headers,
-        signal: gone.signal,
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 2,
-          method: 'tools/call',
-          params: { name: 'db__drop_table', arguments: { table: 'abandoned' } },
-        }),
-      });
-      const reader = call.body!.getReader();
-      let seen = '';
-      while (!seen.includes('elicitation/create')) seen += new TextDecoder().decode((await reader.read()).value);
+      const call = await callLegacy(url, token, 'db__drop_table', { table: 'abandoned' }, gone.signal);
+      expect(await new StreamText(call).until('elicitation/create')).toContain('elicitation/create');
       gone.abort();
       const { approvals } = await sys.system.api.act<{ approvals: Array<{ id: string; arguments: unknown }> }>(
         'ListApprovals',

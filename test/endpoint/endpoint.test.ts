@@ -5,6 +5,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { listAllTools } from '../support/fixtures/mcp-lists.js';
 
 /**
  * server-everything's tools as the connector sees them: 16, the 13 any client gets and the three it
@@ -14,21 +15,6 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 const EVERYTHING_TOOLS = 16;
 /** A small page, so that every list below pages. */
 const PAGE = 5;
-
-/** Every page of tools/list, in order (either SDK's client). */
-async function listAll(client: {
-  listTools(params?: { cursor?: string }): Promise<{ tools: Array<{ name: string }>; nextCursor?: string }>;
-}): Promise<any[]> {
-  const all: any[] = [];
-  let cursor: string | undefined;
-  for (let i = 0; i < 100; i++) {
-    const page = await client.listTools(cursor === undefined ? {} : { cursor });
-    all.push(...page.tools);
-    cursor = page.nextCursor;
-    if (cursor === undefined) return all;
-  }
-  throw new Error('tools/list did not end');
-}
 
 describe('the agent MCP endpoint: both eras through the proxy', () => {
   let sys: EndpointSystem;
@@ -62,7 +48,7 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
       new StreamableHTTPClientTransport(new URL(sys.urlOf(agentId)), { requestInit: { headers: auth() } }),
     );
     try {
-      const tools = await listAll(client);
+      const tools = await listAllTools(client);
       const names: string[] = tools.map((t) => t.name);
       expect(names.filter((n) => n.startsWith('everything__')).length).toBe(EVERYTHING_TOOLS);
       expect(names).toEqual([...names].sort());
@@ -85,7 +71,7 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     const client = new V1Client({ name: 'v1-test', version: '1.0.0' });
     await client.connect(new V1Transport(new URL(sys.urlOf('helper')), { requestInit: { headers: auth() } }));
     try {
-      const tools = await listAll(client);
+      const tools = await listAllTools(client);
       expect(tools.filter((t) => t.name.startsWith('everything__')).length).toBe(EVERYTHING_TOOLS);
       const out = await client.callTool({ name: 'everything__echo', arguments: { message: 'legacy' } });
       expect(out.content).toEqual([{ type: 'text', text: 'Echo: legacy' }]);

@@ -60,6 +60,40 @@ export async function pendingInputs(system: ProxySystem): Promise<InputRequestVi
   return (await system.api.act<{ inputRequests: InputRequestView[] }>('ListInputRequests', {})).inputRequests;
 }
 
+/** The form the input servers' `deploy` tool asks a person to fill in, as a question lists it. */
+export const DEPLOY_SCHEMA = {
+  type: 'object',
+  properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } },
+  required: ['confirm'],
+};
+
+/** A person accepts a pending question with `content` as the answer. */
+export async function acceptInput(
+  system: Pick<ProxySystem, 'api'>,
+  id: string,
+  content: Record<string, unknown>,
+): Promise<void> {
+  await system.api.act('AnswerInputRequest', { id, action: 'accept', content });
+}
+
+/**
+ * `InvokeTool` that stops for input (fails the test otherwise), its question accepted with
+ * `content`, then the same invocation re-sent in the run it opened with the question's id.
+ * Answers that run and the re-sent invocation's text.
+ */
+export async function invokeAnswered(
+  system: Pick<ProxySystem, 'api'>,
+  call: { agent: string; tool: string; arguments: Record<string, unknown> },
+  content: Record<string, unknown>,
+): Promise<{ run: string; text: string }> {
+  const stopped = await failure(system.api.act('InvokeTool', call));
+  if (stopped.code !== 'input_required') throw new Error(`expected input_required, got ${stopped.code}`);
+  const { inputRequestId, run } = stopped.details as { inputRequestId: string; run: string };
+  await acceptInput(system, inputRequestId, content);
+  const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', { ...call, run, inputRequestId });
+  return { run, text: ran.result.text };
+}
+
 /** The text of a call's result. */
 export function textOf(result: { text?: string }): string {
   return result.text ?? '';

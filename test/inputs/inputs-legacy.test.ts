@@ -3,7 +3,15 @@ import type { InputRequestView } from '@mcpx/contracts';
 import { startLegacyElicitingServer, type LegacyElicitingServer } from '../servers/legacy-eliciting-server.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { askedInput, failure, pendingInputs, textOf } from './input-system.js';
+import {
+  DEPLOY_SCHEMA,
+  acceptInput,
+  askedInput,
+  failure,
+  invokeAnswered,
+  pendingInputs,
+  textOf,
+} from './input-system.js';
 
 /**
  * A legacy-era (2025-11-25) server on SDK v1 that pushes `elicitation/create` in the middle of a
@@ -34,21 +42,13 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
         kind: 'form',
         answerBy: 'person',
         message: 'Deploy to prod?',
-        requestedSchema: {
-          type: 'object',
-          properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } },
-          required: ['confirm'],
-        },
+        requestedSchema: DEPLOY_SCHEMA,
       },
     ]);
     const listed = (await pendingInputs(system)).find((r: InputRequestView) => r.id === asked.inputRequestId);
     expect(listed?.era).toBe('legacy');
     expect(upstream.stats.elicitations).toBe(1);
-    await system.api.act('AnswerInputRequest', {
-      id: asked.inputRequestId,
-      action: 'accept',
-      content: { confirm: true },
-    });
+    await acceptInput(system, asked.inputRequestId, { confirm: true });
     const done = await system.call(
       'old-agent',
       'lg-1',
@@ -63,21 +63,13 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
 
   it("two questions in one call are two rounds; a declined one is the server's to answer", async () => {
     const first = await askedInput(system.call('old-agent', 'lg-2', 'old__provision', {}));
-    await system.api.act('AnswerInputRequest', {
-      id: first.inputRequestId,
-      action: 'accept',
-      content: { name: 'orders' },
-    });
+    await acceptInput(system, first.inputRequestId, { name: 'orders' });
     const second = await askedInput(
       system.call('old-agent', 'lg-2', 'old__provision', {}, { inputRequestId: first.inputRequestId }),
     );
     expect(second).toMatchObject({ round: 2 });
     expect(second.requests[0]).toMatchObject({ message: 'Which region?' });
-    await system.api.act('AnswerInputRequest', {
-      id: second.inputRequestId,
-      action: 'accept',
-      content: { region: 'us-east-1' },
-    });
+    await acceptInput(system, second.inputRequestId, { region: 'us-east-1' });
     const done = await system.call(
       'old-agent',
       'lg-2',
@@ -112,20 +104,12 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   });
 
   it('through InvokeTool: the unnamed run stays open for the re-sent call, which finishes the held server call', async () => {
-    const stopped = await failure(
-      system.api.act('InvokeTool', { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' } }),
+    const { run, text } = await invokeAnswered(
+      system,
+      { agent: 'old-agent', tool: 'old__deploy', arguments: { env: 'us' } },
+      { confirm: true },
     );
-    expect(stopped.code).toBe('input_required');
-    const { inputRequestId, run } = stopped.details as { inputRequestId: string; run: string };
-    await system.api.act('AnswerInputRequest', { id: inputRequestId, action: 'accept', content: { confirm: true } });
-    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', {
-      agent: 'old-agent',
-      tool: 'old__deploy',
-      arguments: { env: 'us' },
-      run,
-      inputRequestId,
-    });
-    expect(ran.result.text).toBe('Deployed to us');
+    expect(text).toBe('Deployed to us');
     await system.api.act('EndRun', { run });
   });
 
@@ -158,39 +142,24 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect((await pendingInputs(system)).filter((r) => r.run === 'ls-2')).toEqual([]);
 
     // An answer that is not a sampling result is refused, naming the field, and the held call waits on.
-    const bad = await failure(
+    // The held call re-sent with a runtime's answer to its sampling request.
+    const resend = (sampling: Record<string, unknown>) =>
       system.call(
         'old-agent',
         'ls-2',
         'old__summarize',
         { text: 'a long diff' },
-        {
-          answers: { sampling: true },
-          inputRequestId: asked.inputRequestId,
-          inputResponses: { sampling: { text: 'no' } },
-        },
-      ),
-    );
+        { answers: { sampling: true }, inputRequestId: asked.inputRequestId, inputResponses: { sampling } },
+      );
+    const bad = await failure(resend({ text: 'no' }));
     expect(bad).toMatchObject({ code: 'invalid_input', details: { field: 'inputResponses.sampling.role' } });
 
-    const done = await system.call(
-      'old-agent',
-      'ls-2',
-      'old__summarize',
-      { text: 'a long diff' },
-      {
-        answers: { sampling: true },
-        inputRequestId: asked.inputRequestId,
-        inputResponses: {
-          sampling: {
-            role: 'assistant',
-            content: { type: 'text', text: 'it is long' },
-            model: 'test-model',
-            stopReason: 'endTurn',
-          },
-        },
-      },
-    );
+    const done = await resend({
+      role: 'assistant',
+      content: { type: 'text', text: 'it is long' },
+      model: 'test-model',
+      stopReason: 'endTurn',
+    });
     expect(textOf(done.result)).toBe('summary: it is long');
     expect(upstream.stats.calls).toBe(calls + 1);
     expect(upstream.stats.sampled.slice(sampledBefore)).toEqual([
@@ -199,19 +168,7 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
 
     // Used once: a replay is refused and never reaches the server.
     const replay = await failure(
-      system.call(
-        'old-agent',
-        'ls-2',
-        'old__summarize',
-        { text: 'a long diff' },
-        {
-          answers: { sampling: true },
-          inputRequestId: asked.inputRequestId,
-          inputResponses: {
-            sampling: { role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' },
-          },
-        },
-      ),
+      resend({ role: 'assistant', content: { type: 'text', text: 'again' }, model: 'test-model' }),
     );
     expect(replay).toMatchObject({ code: 'input_refused', details: { reason: 'used' } });
     expect(upstream.stats.calls).toBe(calls + 1);
@@ -220,11 +177,7 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
   it('once the run ended, the held call is gone: the re-sent call is refused (lost), and nothing runs twice', async () => {
     const asked = await askedInput(system.call('old-agent', 'lg-4', 'old__deploy', { env: 'eu' }));
     await system.client.endRun(system.account, 'lg-4');
-    await system.api.act('AnswerInputRequest', {
-      id: asked.inputRequestId,
-      action: 'accept',
-      content: { confirm: true },
-    });
+    await acceptInput(system, asked.inputRequestId, { confirm: true });
     const calls = upstream.stats.calls;
     const err = await eventually(
       async () => {
@@ -253,11 +206,7 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect(tooBig.message).toContain('64 KiB');
     // Nothing was taken: the question is still listed, and answered well it lets the call go on.
     expect((await pendingInputs(system)).some((r: InputRequestView) => r.id === asked.inputRequestId)).toBe(true);
-    await system.api.act('AnswerInputRequest', {
-      id: asked.inputRequestId,
-      action: 'accept',
-      content: { confirm: true },
-    });
+    await acceptInput(system, asked.inputRequestId, { confirm: true });
     const done = await system.call(
       'old-agent',
       'lg-big',

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InputMcpServer } from '../servers/input-mcp-server.js';
 import { serviceUrls } from '../support/env.js';
 import type { ProxySystem } from '../support/proxy-system.js';
-import { askedInput, failure, startInputSystem, textOf } from './input-system.js';
+import { acceptInput, askedInput, failure, startInputSystem, textOf } from './input-system.js';
 
 describe("a person's answers are sealed in Redis", () => {
   let system: ProxySystem;
@@ -42,11 +42,7 @@ describe("a person's answers are sealed in Redis", () => {
     // Someone with Redis write access moves an answer onto another request of the account: it
     // does not open there (bound to its request and question), and the call is refused, typed.
     const second = await askedInput(system.call('ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }));
-    await system.api.act('AnswerInputRequest', {
-      id: second.inputRequestId,
-      action: 'accept',
-      content: { confirm: true },
-    });
+    await acceptInput(system, second.inputRequestId, { confirm: true });
     const third = await askedInput(system.call('ops-agent', 'dep-2', 'ops__deploy', { env: 'stage' }));
     await system.api.act('AnswerInputRequest', { id: third.inputRequestId, action: 'decline' });
     const a = JSON.parse((await redis.get(key(second.inputRequestId))) ?? '{}') as { answers: Record<string, string> };

@@ -6,7 +6,16 @@ import type { InputMcpServer } from '../servers/input-mcp-server.js';
 import { serviceUrls } from '../support/env.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { askedInput, failure, pendingInputs, startInputSystem, textOf } from './input-system.js';
+import {
+  DEPLOY_SCHEMA,
+  acceptInput,
+  askedInput,
+  failure,
+  invokeAnswered,
+  pendingInputs,
+  startInputSystem,
+  textOf,
+} from './input-system.js';
 import { ApiClient } from '../support/api-client.js';
 import { SseSubscriber } from '../support/sse-client.js';
 
@@ -48,11 +57,7 @@ describe('input requests (input_required) through the proxy', () => {
         kind: 'form',
         answerBy: 'person',
         message: 'Deploy to prod?',
-        requestedSchema: {
-          type: 'object',
-          properties: { confirm: { type: 'boolean', title: 'Confirm deployment' } },
-          required: ['confirm'],
-        },
+        requestedSchema: DEPLOY_SCHEMA,
       },
     ]);
     await eventually(
@@ -166,11 +171,7 @@ describe('input requests (input_required) through the proxy', () => {
         server: 'ops',
         forPerson: true,
       });
-      await system.api.act('AnswerInputRequest', {
-        id: asked.inputRequestId,
-        action: 'accept',
-        content: { confirm: true },
-      });
+      await acceptInput(system, asked.inputRequestId, { confirm: true });
       const answered = await stream.waitFor(
         'input-answered',
         (d: { inputRequestId?: string }) => d.inputRequestId === asked.inputRequestId,
@@ -253,11 +254,7 @@ describe('input requests (input_required) through the proxy', () => {
   it('a multi-round tool: each round is its own request; the server state goes back sealed-then-unsealed, never through the caller', async () => {
     const first = await askedInput(system.call('ops-agent', 'mr-1', 'ops__provision', {}));
     expect(first.round).toBe(1);
-    await system.api.act('AnswerInputRequest', {
-      id: first.inputRequestId,
-      action: 'accept',
-      content: { name: 'analytics' },
-    });
+    await acceptInput(system, first.inputRequestId, { name: 'analytics' });
     const second = await askedInput(
       system.call('ops-agent', 'mr-1', 'ops__provision', {}, { inputRequestId: first.inputRequestId }),
     );
@@ -480,20 +477,12 @@ describe('input requests (input_required) through the proxy', () => {
     expect(textOf((await waiting).result)).toBe('Deployed to eu');
     expect(asked).toEqual([id]);
 
-    const stopped = await failure(
-      system.api.act('InvokeTool', { agent: 'ops-agent', tool: 'ops__deploy', arguments: { env: 'us' } }),
+    const { text } = await invokeAnswered(
+      system,
+      { agent: 'ops-agent', tool: 'ops__deploy', arguments: { env: 'us' } },
+      { confirm: true },
     );
-    expect(stopped.code).toBe('input_required');
-    const { inputRequestId, run } = stopped.details as { inputRequestId: string; run: string };
-    await system.api.act('AnswerInputRequest', { id: inputRequestId, action: 'accept', content: { confirm: true } });
-    const ran = await system.api.act<{ result: { text: string } }>('InvokeTool', {
-      agent: 'ops-agent',
-      tool: 'ops__deploy',
-      arguments: { env: 'us' },
-      run,
-      inputRequestId,
-    });
-    expect(ran.result.text).toBe('Deployed to us');
+    expect(text).toBe('Deployed to us');
   });
 
   // Last: it makes sign_in always_ask for the rest of the file.

@@ -15,10 +15,11 @@ import {
 } from '../servers/index.js';
 import { httpsGet, startTlsFront, type TlsFront } from '../servers/tls-front.js';
 import { ApiClient } from '../support/api-client.js';
+import { createProjectedAgent } from '../support/fixtures/agents.js';
 import { serviceUrls } from '../support/env.js';
 import { recordingAct } from '../support/leak-recorders.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { InProcessSystem } from '../support/system.js';
 
 const DOCUMENT_PATH = '/v1/oauth/client-metadata.json';
 
@@ -151,16 +152,11 @@ describe('OAuth with a client ID metadata document', () => {
     expect(logLines.some((l) => l.includes('oauth client ready') && l.includes('metadata_document'))).toBe(true);
 
     // The proxy calls with the token issued to the document's client.
-    const { agent } = await act(api, 'CreateAgent', { name: 'cimd-runner', definition: { mcpServers: ['cimd'] } });
-    await eventually(
-      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-      15_000,
-      'tools',
-    );
+    const agentId = await createProjectedAgent(api, 'cimd-runner', ['cimd'], 2, act);
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
     const outcome = await proxy.call({
       account: api.principal,
-      agent: agent.id,
+      agent: agentId,
       run: 'cimd-run',
       tool: 'cimd__echo',
       arguments: { text: 'by document' },

@@ -15,9 +15,10 @@ import {
   type TestOAuthServer,
 } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { createProjectedAgent } from '../support/fixtures/agents.js';
 import { serviceUrls } from '../support/env.js';
 import { recordWire, recordingAct } from '../support/leak-recorders.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { InProcessSystem } from '../support/system.js';
 
 /** An EC P-256 key pair; the private half as the PEM PKCS#8 text an owner pastes. */
 function es256Key(): { pem: string; publicKey: KeyObject; privateKey: KeyObject } {
@@ -100,13 +101,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
 
   /** An agent granted `server`, once the projector has its tools. */
   async function agentFor(api: ApiClient, server: string): Promise<string> {
-    const { agent } = await act(api, 'CreateAgent', { name: `${server}-agent`, definition: { mcpServers: [server] } });
-    await eventually(
-      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-      15_000,
-      'tools',
-    );
-    return agent.id as string;
+    return createProjectedAgent(api, `${server}-agent`, [server], 2, act);
   }
 
   function call(api: ApiClient, agent: string, run: string, tool: string, text: string, instance?: string) {

@@ -5,11 +5,12 @@ import { makeSubjects } from '@mcpx/contracts';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { connectOAuthServer, createProjectedAgent } from '../support/fixtures/agents.js';
 import { serviceUrls } from '../support/env.js';
 import { recordWire, recordingAct } from '../support/leak-recorders.js';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
-import { eventually, type InProcessSystem } from '../support/system.js';
+import type { InProcessSystem } from '../support/system.js';
 
 /**
  * OAuth 2.1 against a real authorization server (the SDK's server-side auth pieces) and a
@@ -89,17 +90,12 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
     expect(guarded.status.state).toBe('ok');
     expect(guarded.tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
 
-    const { agent } = await act(api, 'CreateAgent', { name: 'oauth-runner', definition: { mcpServers: ['guarded'] } });
-    await eventually(
-      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-      15_000,
-      'tools',
-    );
+    const agentId = await createProjectedAgent(api, 'oauth-runner', ['guarded'], 2, act);
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
     const refusedBefore = as.stats.refused;
     const outcome = await proxy.call({
       account: api.principal,
-      agent: agent.id,
+      agent: agentId,
       run: 'oauth-run',
       tool: 'guarded__echo',
       arguments: { text: 'with a token' },
@@ -258,8 +254,7 @@ describe('OAuth refresh across instances', () => {
 
   it('refreshes a token about to expire before using it, and never twice with one refresh token when two instances race', async () => {
     const api = new ApiClient(system.apiUrl);
-    const set = await api.act('SetMcpServer', { name: 'raced', config: { url: upstream.url, auth: 'oauth' } });
-    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to raced');
+    await connectOAuthServer(api, 'raced', upstream.url);
     const before = as.stats.refreshes;
     const other = new ApiClient(second.url, api.key);
     const results = await Promise.all([

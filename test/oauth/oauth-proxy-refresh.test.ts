@@ -6,10 +6,11 @@ import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { connectOAuthServer, createProjectedAgent } from '../support/fixtures/agents.js';
 import { serviceUrls } from '../support/env.js';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
-import { eventually, type InProcessSystem } from '../support/system.js';
+import type { InProcessSystem } from '../support/system.js';
 
 /**
  * The proxy keeps oauth tokens fresh: on a 401 and before expiry it asks the registry
@@ -42,15 +43,8 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
   });
 
   async function connected(api: ApiClient, name: string): Promise<string> {
-    const set = await api.act('SetMcpServer', { name, config: { url: upstream.url, auth: 'oauth' } });
-    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain(`Connected to ${name}`);
-    const { agent } = await api.act('CreateAgent', { name: `${name}-agent`, definition: { mcpServers: [name] } });
-    await eventually(
-      async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-      15_000,
-      'tools',
-    );
-    return agent.id as string;
+    await connectOAuthServer(api, name, upstream.url);
+    return createProjectedAgent(api, `${name}-agent`, [name], 2);
   }
 
   it('an expired access token is refreshed exactly once by two racing proxies; a revoked refresh token is auth_required with a new URL', async () => {
@@ -135,19 +129,13 @@ describe.each(['legacy', 'modern'] as const)(
 
     it('refreshes a token about to expire before the call, so the server never refuses one', async () => {
       const api = new ApiClient(system.apiUrl);
-      const set = await api.act('SetMcpServer', { name: 'soon', config: { url: upstream.url, auth: 'oauth' } });
-      expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to soon');
-      const { agent } = await api.act('CreateAgent', { name: 'soon-agent', definition: { mcpServers: ['soon'] } });
-      await eventually(
-        async () => ((await api.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-        15_000,
-        'tools',
-      );
+      await connectOAuthServer(api, 'soon', upstream.url);
+      const agentId = await createProjectedAgent(api, 'soon-agent', ['soon'], 2);
       const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
       const before = as.stats.refreshes;
       const out = await proxy.call({
         account: api.principal,
-        agent: agent.id,
+        agent: agentId,
         run: 'soon-run',
         tool: 'soon__echo',
         arguments: { text: 'fresh' },

@@ -12,10 +12,11 @@ import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { connectOAuthServer, createProjectedAgent } from '../support/fixtures/agents.js';
 import { serviceUrls } from '../support/env.js';
 import { TestBrowser } from '../support/oauth-browser.js';
 import { OAuthSystem } from '../support/oauth-system.js';
-import { eventually, type InProcessSystem } from '../support/system.js';
+import type { InProcessSystem } from '../support/system.js';
 
 type StatusView = RedactedMcpServer['status'] & { needsOwnerAuthorization?: boolean };
 
@@ -38,14 +39,8 @@ describe('AGENT signers never see an authorization URL', () => {
 
   it('a server waiting for its owner shows the AGENT signer needsOwnerAuthorization and no URL; a WRITER gets a ticket and completes it', async () => {
     const owner = new ApiClient(system.apiUrl);
-    const set = await owner.act('SetMcpServer', { name: 'guarded', config: { url: upstream.url, auth: 'oauth' } });
-    expect((await new TestBrowser().open(set.authorizationUrl)).text).toContain('Connected to guarded');
-    const { agent } = await owner.act('CreateAgent', { name: 'runner', definition: { mcpServers: ['guarded'] } });
-    await eventually(
-      async () => ((await owner.act('ListAgentTools', { agent: agent.id })).tools.length === 2 ? true : undefined),
-      15_000,
-      'tools',
-    );
+    await connectOAuthServer(owner, 'guarded', upstream.url);
+    const agentId = await createProjectedAgent(owner, 'runner', ['guarded'], 2);
 
     // The refresh token is revoked: the proxy's next call cannot be refreshed, and the registry
     // records the server auth_required (no URL on the status: nobody asked for one).
@@ -53,7 +48,7 @@ describe('AGENT signers never see an authorization URL', () => {
     as.provider.revokeRefreshTokens();
     const proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX));
     const err = await proxy
-      .call({ account: owner.principal, agent: agent.id, run: 'r1', tool: 'guarded__echo', arguments: { text: 'x' } })
+      .call({ account: owner.principal, agent: agentId, run: 'r1', tool: 'guarded__echo', arguments: { text: 'x' } })
       .then(
         () => undefined,
         (e: unknown) => e,

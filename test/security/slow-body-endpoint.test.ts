@@ -2,16 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { watchPeakRss } from '../servers/hostile-peak-rss.js';
 import { ApiClient } from '../support/api-client.js';
 import { ProcessSystem, eventually } from '../support/system.js';
-import {
-  closedWithin,
-  hold,
-  metric,
-  postHead,
-  sendBody,
-  startEndpointProcess,
-  type EndpointProcess,
-  type HeldConnection,
-} from './slow-body-support.js';
+import { closedWithin, hold, metric, postHead, sendBody, type HeldConnection } from './slow-body-support.js';
+import { startEndpointProcess, type EndpointProcess } from '../support/fixtures/endpoint-process.js';
 
 const MiB = 1024 * 1024;
 /** The body deadline of the flooded endpoint, shortened for the test (default 10 s). */

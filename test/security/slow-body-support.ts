@@ -1,8 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
-import { freePort } from '../servers/free-port.js';
-import { entryArgs } from '../support/bundles.js';
-import { ROOT, eventually, type ProcessSystem } from '../support/system.js';
 
 /**
  * The slow-body attacker and its victims' processes: raw sockets that declare a body, send part
@@ -69,56 +65,6 @@ export function postHead(path: string, length: number, headers: Record<string, s
 export async function closedWithin(conns: HeldConnection[], ms: number): Promise<number> {
   await Promise.race([Promise.all(conns.map((c) => c.closed)), new Promise((r) => setTimeout(r, ms))]);
   return conns.filter((c) => !c.isClosed()).length;
-}
-
-/** One endpoint process (the bundle the tests run) on the system's stores, with its own settings. */
-export interface EndpointProcess {
-  url: string;
-  internalUrl: string;
-  child: ChildProcess;
-  logs: string[];
-  stop(): Promise<void>;
-}
-
-export async function startEndpointProcess(
-  system: ProcessSystem,
-  env: Record<string, string>,
-): Promise<EndpointProcess> {
-  const port = await freePort();
-  const internalPort = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const logs: string[] = [];
-  const child = spawn(process.execPath, entryArgs('endpoint'), {
-    cwd: ROOT,
-    env: {
-      ...process.env,
-      ...system.env,
-      HTTP_PORT: String(port),
-      INTERNAL_HTTP_PORT: String(internalPort),
-      INSTANCE_ID: `endpoint-${port}`,
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-  child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-  const stop = async (): Promise<void> => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-      return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-    },
-    60_000,
-    'endpoint healthy',
-  );
-  return { url, internalUrl: `http://127.0.0.1:${internalPort}`, child, logs, stop };
 }
 
 /** A counter of a service's `/metrics` (its internal port), summed over the series whose labels contain `labels`. */

@@ -15,11 +15,12 @@ import pg from 'pg';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { WireError } from '@mcpx/contracts';
-import { echoTool, startTestMcpServer, type TestMcpServer, type TestTool } from '../../servers/index.js';
-import { startFaultyFront, type FaultyFront } from '../support/faulty-front.js';
+import { echoTool, type TestMcpServer, type TestTool } from '../../servers/index.js';
+import type { FaultyFront } from '../support/faulty-front.js';
+import { queryOnce, startFaultStack, type FaultStack } from '../support/fault-stack.js';
 import { available, PrivateNats, PrivatePostgres, PrivateRedis } from '../support/infra.js';
 import { LoadLoop, formatSummary } from '../support/load.js';
-import { Stack, until } from '../support/stack.js';
+import { until, type Stack } from '../support/stack.js';
 
 const have = available();
 
@@ -28,26 +29,19 @@ function report(line: string): void {
 }
 
 describe.skipIf(!have.nats)('NATS killed and restarted under call load', () => {
+  let fixture: FaultStack<PrivateNats> | undefined;
   let nats: PrivateNats;
   let stack: Stack;
   let upstream: TestMcpServer;
   let agent: string;
 
   beforeAll(async () => {
-    [nats, upstream] = await Promise.all([
-      PrivateNats.create(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
-    ]);
-    stack = await Stack.start({ nats: nats.url });
-    await stack.setServer('up', upstream.url);
+    fixture = await startFaultStack({ infra: PrivateNats.create(), stack: (n) => ({ nats: n.url }) });
+    ({ infra: nats, stack, upstream } = fixture);
     agent = await stack.createAgent('agent', ['up'], 1);
   }, 120_000);
 
-  afterAll(async () => {
-    await stack?.stop();
-    await upstream?.close();
-    await nats?.destroy();
-  });
+  afterAll(() => fixture?.stop());
 
   it('calls fail typed while it is down, resume by themselves, and JetStream keeps its streams and consumer', async () => {
     const load = new LoadLoop(
@@ -97,27 +91,22 @@ describe.skipIf(!have.nats)('NATS killed and restarted under call load', () => {
 });
 
 describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () => {
+  let fixture: FaultStack<PrivatePostgres> | undefined;
   let postgres: PrivatePostgres;
   let stack: Stack;
-  let upstream: TestMcpServer;
   let agent: string;
 
   beforeAll(async () => {
-    [postgres, upstream] = await Promise.all([
-      PrivatePostgres.create(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
-    ]);
     // The endpoint too: its pool and its token-revocation LISTEN connection lose Postgres as well.
-    stack = await Stack.start({ postgres: postgres.url(), endpoints: 1 });
-    await stack.setServer('up', upstream.url);
+    fixture = await startFaultStack({
+      infra: PrivatePostgres.create(),
+      stack: (p) => ({ postgres: p.url(), endpoints: 1 }),
+    });
+    ({ infra: postgres, stack } = fixture);
     agent = await stack.createAgent('agent', ['up'], 1);
   }, 120_000);
 
-  afterAll(async () => {
-    await stack?.stop();
-    await upstream?.close();
-    await postgres?.destroy();
-  });
+  afterAll(() => fixture?.stop());
 
   it('actions fail typed while it is down, nothing half-written, calls and actions resume by themselves', async () => {
     // New runs keep the proxy reading grants and documents; actions write and read the registry.
@@ -188,10 +177,9 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
     // …which the loss did reach (not a test that cannot fail).
     expect(stack.of('endpoint')[0]!.logs.join('')).toMatch(/token revocation channel lost/);
     // Nothing half-written: every agent the API said it created is there, each exactly once.
-    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
-    await db.connect();
-    const rows = (await db.query<{ name: string }>('SELECT name FROM registry.agents')).rows.map((r) => r.name);
-    await db.end();
+    const rows = (
+      await queryOnce<{ name: string }>(stack.env.DATABASE_URL, 'SELECT name FROM registry.agents')
+    ).rows.map((r) => r.name);
     for (const name of created)
       expect(
         rows.filter((r) => r === name),
@@ -205,6 +193,7 @@ describe.skipIf(!have.postgres)('Postgres killed and restarted under load', () =
 });
 
 describe.skipIf(!have.redis)('Redis down', () => {
+  let fixture: FaultStack<PrivateRedis> | undefined;
   let redis: PrivateRedis;
   let stack: Stack;
   let upstream: TestMcpServer;
@@ -219,20 +208,16 @@ describe.skipIf(!have.redis)('Redis down', () => {
       annotations: { destructiveHint: true },
       handler: () => ({ content: [{ type: 'text', text: 'dropped' }] }),
     };
-    [redis, upstream] = await Promise.all([
-      PrivateRedis.create(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool(), drop] }),
-    ]);
-    stack = await Stack.start({ redis: redis.url });
-    await stack.setServer('up', upstream.url);
+    fixture = await startFaultStack({
+      infra: PrivateRedis.create(),
+      stack: (r) => ({ redis: r.url }),
+      tools: [echoTool(), drop],
+    });
+    ({ infra: redis, stack, upstream } = fixture);
     agent = await stack.createAgent('agent', ['up'], 2);
   }, 120_000);
 
-  afterAll(async () => {
-    await stack?.stop();
-    await upstream?.close();
-    await redis?.kill();
-  });
+  afterAll(() => fixture?.stop());
 
   it('signed actions fail closed (no nonce check, no action); calls fail closed at the limiter; both resume when it is back', async () => {
     expect((await stack.call(agent, 'before', 'up__echo', { text: 'x' })).result.text).toBe('echo: x');
@@ -307,10 +292,9 @@ describe.skipIf(!have.redis)('Redis down', () => {
       'calls back',
     );
     // The write refused while down did not happen.
-    const db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
-    await db.connect();
-    expect((await db.query("SELECT 1 FROM registry.agents WHERE name = 'while-down'")).rowCount).toBe(0);
-    await db.end();
+    expect(
+      (await queryOnce(stack.env.DATABASE_URL, "SELECT 1 FROM registry.agents WHERE name = 'while-down'")).rowCount,
+    ).toBe(0);
     for (const s of stack.services) expect(s.alive(), s.instance).toBe(true);
     report(
       `Redis down (${upAt - downAt} ms): actions fail closed with ${actionErr.code} ("${actionErr.message}", retry after ${actionErr.retryAfterMs} ms) in ${actionMs} ms (a write in ${writeMs} ms), nothing written; ${callLine}; ` +
@@ -320,33 +304,27 @@ describe.skipIf(!have.redis)('Redis down', () => {
 });
 
 describe.skipIf(!have.nats)('a registry killed between its commit and its event', () => {
+  let fixture: FaultStack<PrivateNats> | undefined;
   let nats: PrivateNats;
   let front: FaultyFront;
   let stack: Stack;
-  let upstream: TestMcpServer;
 
   beforeAll(async () => {
-    [nats, upstream] = await Promise.all([
-      PrivateNats.create(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
-    ]);
-    front = await startFaultyFront({ port: nats.port });
     // The registry reaches NATS through the front; the projector and the proxy directly.
-    stack = await Stack.start({ nats: nats.url, registries: 0 });
-    await stack.spawn('registry', { NATS_URL: `nats://127.0.0.1:${front.port}` });
-    await stack.setServer('up', upstream.url);
+    fixture = await startFaultStack({
+      infra: PrivateNats.create(),
+      stack: (n) => ({ nats: n.url }),
+      registryThroughFront: { port: (n) => n.port },
+    });
+    ({ infra: nats, stack } = fixture);
+    front = fixture.front!;
   }, 120_000);
 
   afterEach(() => {
     front.mode = 'pass';
   });
 
-  afterAll(async () => {
-    await stack?.stop();
-    await front?.close();
-    await upstream?.close();
-    await nats?.destroy();
-  });
+  afterAll(() => fixture?.stop());
 
   // The outbox: the registry writes the agent's event in the transaction that commits
   // the agent and publishes it after; killed in between, the row stays, and the next registry's

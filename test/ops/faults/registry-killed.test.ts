@@ -16,9 +16,10 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodePayload } from '@mcpx/contracts';
 import { addTool, echoTool, startTestMcpServer, type TestMcpServer } from '../../servers/index.js';
-import { startFaultyFront, type FaultyFront } from '../support/faulty-front.js';
+import type { FaultyFront } from '../support/faulty-front.js';
+import { startFaultStack, type FaultStack } from '../support/fault-stack.js';
 import { available, PrivateNats } from '../support/infra.js';
-import { Stack, until } from '../support/stack.js';
+import { until, type Stack } from '../support/stack.js';
 
 const have = available();
 
@@ -34,7 +35,7 @@ interface OutboxRow {
 }
 
 describe.skipIf(!have.nats)('a registry killed between a commit and its event, per event kind', () => {
-  let nats: PrivateNats;
+  let fixture: FaultStack<PrivateNats> | undefined;
   let front: FaultyFront;
   let stack: Stack;
   let upstream: TestMcpServer;
@@ -43,16 +44,17 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
   let agentId: string;
 
   beforeAll(async () => {
-    [nats, upstream, pinnedUpstream] = await Promise.all([
-      PrivateNats.create(),
-      startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
+    // The registry reaches NATS through the front; the projector and the proxy directly.
+    [fixture, pinnedUpstream] = await Promise.all([
+      startFaultStack({
+        infra: PrivateNats.create(),
+        stack: (n) => ({ nats: n.url }),
+        registryThroughFront: { port: (n) => n.port },
+      }),
       startTestMcpServer({ era: 'modern', tools: [echoTool()] }),
     ]);
-    front = await startFaultyFront({ port: nats.port });
-    // The registry reaches NATS through the front; the projector and the proxy directly.
-    stack = await Stack.start({ nats: nats.url, registries: 0 });
-    await stack.spawn('registry', { NATS_URL: `nats://127.0.0.1:${front.port}` });
-    await stack.setServer('up', upstream.url);
+    ({ stack, upstream } = fixture);
+    front = fixture.front!;
     db = new pg.Client({ connectionString: stack.env.DATABASE_URL });
     await db.connect();
     agentId = await stack.createAgent('bot', ['up']);
@@ -60,11 +62,8 @@ describe.skipIf(!have.nats)('a registry killed between a commit and its event, p
 
   afterAll(async () => {
     await db?.end();
-    await stack?.stop();
-    await front?.close();
-    await upstream?.close();
+    await fixture?.stop();
     await pinnedUpstream?.close();
-    await nats?.destroy();
   });
 
   const toolsOf = async (
