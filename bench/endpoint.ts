@@ -47,10 +47,10 @@ const CALLERS = 32;
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1_500);
 
 /**
- * `BENCH_PROFILE=<dir>`: the endpoint and the proxy each write a V8 CPU profile when they stop,
- * in `<dir>/endpoint` and `<dir>/proxy` (the main thread's is the `.0.` file).
+ * `BENCH_PROFILE=<dir>`: the endpoint, the proxy, the bare relay and its responder each write a V8
+ * CPU profile when they stop, in `<dir>/<role>` (the main thread's is the `.0.` file).
  */
-function profileArgs(role: 'endpoint' | 'proxy'): string[] {
+function profileArgs(role: 'endpoint' | 'proxy' | 'relay' | 'responder'): string[] {
   const dir = process.env.BENCH_PROFILE;
   return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, role)}`] : [];
 }
@@ -175,7 +175,10 @@ async function main(): Promise<void> {
     proxy = await spawnProxyProcess(system, {}, profileArgs('proxy'));
     endpoint = await startEndpointProcess(system);
     if (BASELINE_ROOT !== undefined) baseline = await startEndpointProcess(system, BASELINE_ROOT);
-    relay = await startBareRelay({ modern: modernUp.url, legacy: legacyUp.url });
+    relay = await startBareRelay(
+      { modern: modernUp.url, legacy: legacyUp.url },
+      { relay: profileArgs('relay'), responder: profileArgs('responder') },
+    );
     await system.setServer('mbench', modernUp.url);
     await system.setServer('lbench', legacyUp.url);
     await system.createAgent('bench', ['mbench', 'lbench'], 2);

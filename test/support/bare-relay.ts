@@ -140,8 +140,11 @@ export interface BareRelay {
   stop(): void;
 }
 
-function spawnRole(args: string[]): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
+function spawnRole(
+  args: string[],
+  nodeArgs: string[],
+): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -155,12 +158,19 @@ function spawnRole(args: string[]): Promise<{ child: ChildProcess; first: Record
   });
 }
 
-/** Starts the relay and its responder, each in a process of its own, on the test NATS. */
-export async function startBareRelay(targets: Record<string, string>): Promise<BareRelay> {
+/**
+ * Starts the relay and its responder, each in a process of its own, on the test NATS. `nodeArgs`
+ * of a role are given to its `node` (the bench's `--cpu-prof` flags, to read its profile beside the
+ * endpoint's and the proxy's).
+ */
+export async function startBareRelay(
+  targets: Record<string, string>,
+  nodeArgs: { relay?: string[]; responder?: string[] } = {},
+): Promise<BareRelay> {
   const nats = serviceUrls().nats;
   const subject = `benchrelay.${Math.random().toString(36).slice(2, 10)}`;
-  const responder = await spawnRole(['responder', nats, subject, JSON.stringify(targets)]);
-  const relay = await spawnRole(['relay', nats, subject]);
+  const responder = await spawnRole(['responder', nats, subject, JSON.stringify(targets)], nodeArgs.responder ?? []);
+  const relay = await spawnRole(['relay', nats, subject], nodeArgs.relay ?? []);
   const base = relay.first.url as string;
   return {
     urlOf: (name) => `${base}/${name}`,
@@ -175,6 +185,8 @@ export async function startBareRelay(targets: Record<string, string>): Promise<B
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const [role, natsUrl, subject, targets] = process.argv.slice(2);
+  // An exit of its own on SIGTERM, so that a `--cpu-prof` profile is written.
+  process.once('SIGTERM', () => process.exit(0));
   if (natsUrl === undefined || subject === undefined)
     throw new Error('bare-relay.ts relay|responder <nats url> <subject> [<targets json>]');
   if (role === 'relay') await serveRelay(natsUrl, subject);

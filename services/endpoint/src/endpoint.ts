@@ -3,13 +3,13 @@ import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { makeSubjects } from '@mcpx/contracts';
 import { endpointReads } from '@mcpx/stored';
 import { createDb } from '@mcpx/db';
-import { createLogger, type LogSink } from '@mcpx/log';
+import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { serviceTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { LogLevels } from './log-levels.js';
 import { AgentTokens } from './agent-tokens.js';
 import type { EndpointConfig } from './config.js';
-import { endpointHandler } from './http.js';
+import { endpointHandler, type EndpointHandler } from './http.js';
 import { ToolSets } from './tool-sets.js';
 import { LegacySubscriptions } from './legacy-subscriptions.js';
 import { Subscriptions } from './subscriptions.js';
@@ -45,24 +45,8 @@ export interface RunningEndpoint {
 
 const VERSION = '0.1.0';
 
-/**
- * The MCP endpoint service: every agent's tools as an MCP server at `/v1/agents/<agent>/mcp`
- * (both protocol eras), for clients outside the platform. A NATS client of the proxy on its own
- * user (`endpoint`, docs/bus.md#users: the runtime's rights to call, read `agents.tools.changed.>`,
- * announce a decision its clients' users take and ask the registry to audit it, and reach its
- * other instances), a read-only reader of the agent tokens, grants and tool documents in Postgres
- * (`EndpointReads`); it scales with the proxies. Its parts are built in ./wiring.ts.
- */
-export async function startEndpoint(config: EndpointConfig, opts: EndpointOptions = {}): Promise<RunningEndpoint> {
-  // A malformed TRUSTED_PROXIES stops the start before anything is opened.
-  const trusted = new TrustedProxies(config.trustedProxies);
-  const instance = instanceToken(config.instanceId);
-  const log = createLogger('endpoint', {
-    level: config.logLevel,
-    fields: { instance },
-    ...(opts.logSink ? { sink: opts.logSink } : {}),
-  });
-  const telemetry = await serviceTelemetry(opts.telemetry, 'endpoint', instance, config.otlpEndpoint);
+/** The endpoint's connections and the parts that read through them (./wiring.ts builds each). */
+async function openParts(config: EndpointConfig, instance: string, log: Logger, telemetry: Telemetry) {
   const db = createDb(config.databaseUrl, {
     applicationName: 'endpoint',
     max: 10,
@@ -94,11 +78,37 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const logLevels = new LogLevels({ nc: runtime.nc, subjects, instance, redis, redisPrefix: config.redisPrefix, log });
   logLevels.listen();
   await runtime.nc.flush();
+  return {
+    db,
+    subjects,
+    runtime,
+    redis,
+    failures,
+    tokens,
+    toolSets,
+    holds,
+    subscriptions,
+    legacySubscriptions,
+    logLevels,
+  };
+}
+
+type Parts = Awaited<ReturnType<typeof openParts>>;
+
+/** The agents' MCP servers (the SDK's path) and the request handler in front of them. */
+function serveParts(
+  config: EndpointConfig,
+  log: Logger,
+  telemetry: Telemetry,
+  p: Parts,
+  isReady: () => boolean,
+): { servers: AgentServers; handler: EndpointHandler } {
+  const { runtime, subjects, toolSets } = p;
   const taskStatus = new TaskStatusRelay({ nc: runtime.nc, subjects, ...telemetry });
   const servers = new AgentServers({
-    logLevels,
-    legacySubscriptions,
-    approvals: userApprovals({ config, redis, nc: runtime.nc, subjects, log }),
+    logLevels: p.logLevels,
+    legacySubscriptions: p.legacySubscriptions,
+    approvals: userApprovals({ config, redis: p.redis, nc: runtime.nc, subjects, log }),
     toolSets,
     proxy: runtime.client,
     tasks: new TaskClient(runtime.nc, subjects),
@@ -107,40 +117,64 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
     version: VERSION,
     onError: (err) => log.warn('mcp request failed', { err }),
   });
-  let ready = false;
   const handler = endpointHandler(
-    { tokens, servers, toolSets, failures, subscriptions, legacySubscriptions, taskStatus },
+    {
+      tokens: p.tokens,
+      servers,
+      toolSets,
+      failures: p.failures,
+      subscriptions: p.subscriptions,
+      legacySubscriptions: p.legacySubscriptions,
+      taskStatus,
+    },
     {
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
       corsOrigins: config.corsOrigins,
-      isReady: () => ready,
+      isReady,
       streams: config.streams,
       ...(config.oauth ? { oauth: config.oauth } : {}),
     },
   );
+  return { servers, handler };
+}
+
+/**
+ * The MCP endpoint service: every agent's tools as an MCP server at `/v1/agents/<agent>/mcp`
+ * (both protocol eras), for clients outside the platform. A NATS client of the proxy on its own
+ * user (`endpoint`, docs/bus.md#users: the runtime's rights to call, read `agents.tools.changed.>`,
+ * announce a decision its clients' users take and ask the registry to audit it, and reach its
+ * other instances), a read-only reader of the agent tokens, grants and tool documents in Postgres
+ * (`EndpointReads`); it scales with the proxies. Its parts are built in ./wiring.ts.
+ */
+export async function startEndpoint(config: EndpointConfig, opts: EndpointOptions = {}): Promise<RunningEndpoint> {
+  // A malformed TRUSTED_PROXIES stops the start before anything is opened.
+  const trusted = new TrustedProxies(config.trustedProxies);
+  const instance = instanceToken(config.instanceId);
+  const log = createLogger('endpoint', {
+    level: config.logLevel,
+    fields: { instance },
+    ...(opts.logSink ? { sink: opts.logSink } : {}),
+  });
+  const telemetry = await serviceTelemetry(opts.telemetry, 'endpoint', instance, config.otlpEndpoint);
+  const p = await openParts(config, instance, log, telemetry);
+  let ready = false;
+  const { servers, handler } = serveParts(config, log, telemetry, p, () => ready);
   const serverInfo = { name: SERVER_NAME, version: VERSION };
   const lean = leanCalls({
     config,
     instance,
-    nc: runtime.nc,
-    subjects,
-    redis,
+    nc: p.runtime.nc,
+    subjects: p.subjects,
+    redis: p.redis,
     log,
-    toolSets,
-    failures,
+    toolSets: p.toolSets,
+    failures: p.failures,
     servers,
     serverInfo,
   });
-  const http = await listenPublic({
-    config,
-    trusted,
-    handler,
-    lean,
-    log,
-    meter: telemetry.meter,
-    refused: (reason) => servers.refused(reason),
-  });
+  const refused = (reason: string): void => servers.refused(reason);
+  const http = await listenPublic({ config, trusted, handler, lean, log, meter: telemetry.meter, refused });
   const internal = await startHealthServer({
     port: config.internalHttpPort,
     host: config.internalHttpHost,
@@ -164,17 +198,17 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
       (stopping ??= (async () => {
         ready = false;
         lean?.close();
-        logLevels.close();
+        p.logLevels.close();
         await servers.close();
-        legacySubscriptions.close();
-        await holds.close();
+        p.legacySubscriptions.close();
+        await p.holds.close();
         await http.close();
         await internal.close();
-        toolSets.close();
-        await tokens.close();
-        await runtime.close();
-        redis.disconnect();
-        await db.destroy();
+        p.toolSets.close();
+        await p.tokens.close();
+        await p.runtime.close();
+        p.redis.disconnect();
+        await p.db.destroy();
         if (opts.telemetry === undefined) await telemetry.shutdown();
       })()),
   };

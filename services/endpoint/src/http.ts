@@ -1,9 +1,8 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+import { validateOriginHeader } from '@modelcontextprotocol/server';
 import type { AgentTokens, TokenGrant } from './agent-tokens.js';
 import type { AgentServers } from './agent-server.js';
 import { LegacyStreams, type LegacyStreamsDeps } from './legacy-streams.js';
-import { StreamSlot, StreamSlots, type StreamLimits, type StreamRefusal } from './stream-slots.js';
+import { StreamSlot, StreamSlots, type StreamLimits } from './stream-slots.js';
 import {
   PROTECTED_RESOURCE_PREFIX,
   bearerChallenge,
@@ -16,6 +15,19 @@ import type { ToolSets } from './tool-sets.js';
 import { facePath } from './faces.js';
 import { mayInitialize, prepareListen, readBody, withSession } from './face-streams.js';
 import { sessionOf, type LegacySubscriptions } from './legacy-subscriptions.js';
+import {
+  corsHeaders,
+  faceNames,
+  json,
+  preflight,
+  rpcError,
+  tooManyFailures,
+  tooManyStreams,
+  withHeaders,
+} from './http-answers.js';
+import { checkHost, type RequestHead } from './request-head.js';
+
+export { refusedMalformedHost } from './request-head.js';
 import type { Subscriptions } from './subscriptions.js';
 
 export interface EndpointHttpOptions {
@@ -47,110 +59,6 @@ export interface EndpointHttpDeps extends LegacyStreamsDeps {
   legacySubscriptions?: LegacySubscriptions;
 }
 
-function json(status: number, body: unknown, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
-}
-
-/** A JSON-RPC error body with no id (the request was refused before it was read). */
-function rpcError(
-  status: number,
-  code: number,
-  message: string,
-  headers: Record<string, string> = {},
-  data?: Record<string, unknown>,
-): Response {
-  return json(
-    status,
-    { jsonrpc: '2.0', error: { code, message, ...(data !== undefined ? { data } : {}) }, id: null },
-    headers,
-  );
-}
-
-/**
- * An address over its failed-token limit: 429 with `Retry-After` (whole seconds) and the
- * connector's `rate_limited` in the error's data, naming the field (`authorization`) and the limit.
- */
-function tooManyFailures(retryAfterMs: number, cors: Record<string, string>): Response {
-  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
-  return rpcError(
-    429,
-    -32000,
-    'Too many requests: too many failed token attempts from this address; retry later',
-    { 'retry-after': String(seconds), ...cors },
-    {
-      code: 'rate_limited',
-      details: { field: 'authorization', limit: 'token_failures_per_address', retryAfterMs },
-    },
-  );
-}
-
-/** A Host header's one legal shape: a name or bracketed IPv6 address and an optional port. */
-const HOST_RE = /^(?:\[[0-9A-Fa-f:.]{2,45}\]|[A-Za-z0-9_.-]{1,253})(?::[0-9]{1,5})?$/;
-
-/**
- * Whether a request's `Host` cannot be a URL's authority (userinfo such as `user@host`, a path, a
- * space): such a request is refused with 400 before a URL is built on it (which would throw, a 500).
- * An absent Host is not malformed here: the Host check refuses it.
- */
-function malformedHost(host: string | undefined): boolean {
-  return host !== undefined && !HOST_RE.test(host);
-}
-
-const MALFORMED_HOST = JSON.stringify({
-  jsonrpc: '2.0',
-  error: {
-    code: -32600,
-    message: 'Bad Request: malformed Host header',
-    data: { code: 'invalid_input', details: { field: 'host' } },
-  },
-  id: null,
-});
-
-/**
- * Answers a request whose `Host` is malformed with 400 naming the field (its value is not
- * repeated), before anything builds a URL on it; true when it did. Counted as the refusal `host`.
- */
-export function refusedMalformedHost(
-  req: IncomingMessage,
-  res: ServerResponse,
-  refused: (reason: string) => void,
-): boolean {
-  if (!malformedHost(req.headers.host)) return false;
-  refused('host');
-  res.writeHead(400, { 'content-type': 'application/json', connection: 'close' }).end(MALFORMED_HOST);
-  return true;
-}
-
-function tooManyStreams(r: StreamRefusal, cors: Record<string, string>): Response {
-  return rpcError(r.status, -32000, r.message, { 'retry-after': String(r.retryAfterSeconds), ...cors }, r.data);
-}
-
-/**
- * What `admit` judges: a request's method, target and headers, read from the node request as they
- * are. No web `Request` (undici's header list, URL and abort signal) is built for it: every call
- * passes here, and most are answered by the lean path, which never needs one.
- */
-export interface RequestHead {
-  method: string;
-  /** The absolute URL of the request (its origin from `Host`), parsed once. */
-  url: URL;
-  /** A header's value as web `Headers.get` gives it (repeated ones joined by `, `), or null. */
-  header(name: string): string | null;
-}
-
-/** A node request's head for `admit` (its Host already found well-formed: `refusedMalformedHost`). */
-export function requestHead(req: IncomingMessage): RequestHead {
-  const headers = req.headers;
-  return {
-    method: req.method ?? 'GET',
-    url: new URL(`http://${headers.host ?? 'localhost'}${req.url ?? '/'}`),
-    header: (name) => {
-      const v = headers[name];
-      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
-    },
-  };
-}
-
 /** A request that opens a long-lived notification stream: a 2025 client's GET, a 2026-07-28 listen. */
 function streamKind(request: Request): 'legacy' | 'listen' | undefined {
   if (request.method === 'GET')
@@ -160,23 +68,6 @@ function streamKind(request: Request): 'legacy' | 'listen' | undefined {
     ? 'listen'
     : undefined;
 }
-
-function corsHeaders(origin: string | null, opts: EndpointHttpOptions): Record<string, string> {
-  if (origin === null || !opts.corsOrigins.includes(origin)) return {};
-  return {
-    'access-control-allow-origin': origin,
-    'access-control-expose-headers': 'mcp-session-id, mcp-protocol-version, www-authenticate',
-    vary: 'Origin',
-  };
-}
-
-function withHeaders(res: Response, headers: Record<string, string>): Response {
-  if (Object.keys(headers).length === 0) return res;
-  const h = new Headers(res.headers);
-  for (const [k, v] of Object.entries(headers)) h.set(k, v);
-  return new Response(res.body, { status: res.status, statusText: res.statusText, headers: h });
-}
-
 /** A request its headers admitted: the token's grant, and the CORS headers its answer carries. */
 export interface Admitted {
   grant: TokenGrant;
@@ -204,48 +95,6 @@ export interface EndpointHandler {
 
 export function endpointHandler(deps: EndpointHttpDeps, opts: EndpointHttpOptions): EndpointHandler {
   return new EndpointRequests(deps, opts);
-}
-
-/** The headers of a CORS preflight's answer (only for configured origins: `cors` is empty for others). */
-function preflight(cors: Record<string, string>): Response {
-  if (Object.keys(cors).length === 0)
-    return new Response(null, { status: 405, headers: { allow: 'GET, POST, DELETE' } });
-  return new Response(null, {
-    status: 204,
-    headers: {
-      ...cors,
-      'access-control-allow-methods': 'GET, POST, DELETE',
-      'access-control-allow-headers':
-        'authorization, content-type, accept, mcp-protocol-version, mcp-session-id, mcp-method, mcp-name, last-event-id, traceparent, tracestate',
-      'access-control-max-age': '600',
-    },
-  });
-}
-
-/** A face path's agent and server segments, percent-decoded; a segment that does not decode is refused (400) naming it. */
-function faceNames(
-  m: { agent: string; server?: string },
-  cors: Record<string, string>,
-): { agent: string; server: string | undefined } | Response {
-  let agent: string;
-  try {
-    agent = decodeURIComponent(m.agent);
-  } catch {
-    return json(
-      400,
-      { error: { code: 'invalid_input', message: 'agent: not a valid path segment', details: { field: 'agent' } } },
-      cors,
-    );
-  }
-  try {
-    return { agent, server: m.server === undefined ? undefined : decodeURIComponent(m.server) };
-  } catch {
-    return json(
-      400,
-      { error: { code: 'invalid_input', message: 'server: not a valid path segment', details: { field: 'server' } } },
-      cors,
-    );
-  }
 }
 
 /** {@link EndpointHandler}: `admit` in two steps (the route and the browser's checks, then the token), `serve`. */
@@ -278,16 +127,16 @@ class EndpointRequests implements EndpointHandler {
     request: RequestHead,
   ): Response | { face: { agent: string; server?: string }; cors: Record<string, string> } {
     const { deps, opts } = this;
-    const url = request.url;
-    if (url.pathname === '/healthz' && request.method === 'GET') {
+    const path = request.path;
+    if (path === '/healthz' && request.method === 'GET') {
       const ready = opts.isReady();
       return json(ready ? 200 : 503, { ok: ready, service: 'endpoint' });
     }
-    if (opts.oauth !== undefined && url.pathname.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`))
-      return this.resourceMetadata(request, url);
-    const face = facePath(url.pathname);
+    if (opts.oauth !== undefined && path.startsWith(`${PROTECTED_RESOURCE_PREFIX}/`))
+      return this.resourceMetadata(request, request.url);
+    const face = facePath(path);
     if (face === undefined) return json(404, { error: { code: 'not_found', message: 'no such route' } });
-    const host = validateHostHeader(request.header('host'), opts.allowedHosts);
+    const host = checkHost(request.header('host'), opts.allowedHosts);
     if (!host.ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, `Forbidden: ${host.message}`);
@@ -297,7 +146,7 @@ class EndpointRequests implements EndpointHandler {
       deps.servers.refused('origin');
       return rpcError(403, -32000, 'Forbidden: origin not allowed');
     }
-    const cors = corsHeaders(origin, opts);
+    const cors = corsHeaders(origin, opts.corsOrigins);
     if (request.method === 'OPTIONS') return preflight(cors);
     return { face, cors };
   }
@@ -313,7 +162,6 @@ class EndpointRequests implements EndpointHandler {
     clientAddress: string,
   ): Promise<Response | Admitted> {
     const { deps, opts } = this;
-    const url = request.url;
     // An address over its failed-token limit is refused before its token is read: a right guess
     // and a wrong one get the same answer until it may try again.
     const blocked = deps.failures.blocked(clientAddress);
@@ -323,7 +171,7 @@ class EndpointRequests implements EndpointHandler {
     }
     const grant = await deps.tokens.verify(request.header('authorization'));
     if (typeof grant === 'string') {
-      const challenge = bearerChallenge(opts.oauth, url, url.pathname, grant !== 'missing');
+      const challenge = bearerChallenge(opts.oauth, request.url, request.path, grant !== 'missing');
       const message =
         grant === 'missing'
           ? 'Unauthorized: a bearer token of this agent is required'
@@ -343,7 +191,7 @@ class EndpointRequests implements EndpointHandler {
     const ownAgent = names.agent === grant.agent || names.agent === grant.agentName;
     if (!ownAgent || (server !== undefined && !(await this.grantedServer(grant, server)))) {
       // Said the same way as an unknown token: a token does not reveal which agents exist.
-      const challenge = bearerChallenge(opts.oauth, url, url.pathname, true);
+      const challenge = bearerChallenge(opts.oauth, request.url, request.path, true);
       return this.refuseToken(
         'agent',
         clientAddress,
@@ -389,7 +237,7 @@ class EndpointRequests implements EndpointHandler {
     const path = url.pathname.slice(PROTECTED_RESOURCE_PREFIX.length);
     if (facePath(path) === undefined || oauth === undefined)
       return json(404, { error: { code: 'not_found', message: 'no such route' } });
-    if (!validateHostHeader(request.header('host'), opts.allowedHosts).ok) {
+    if (!checkHost(request.header('host'), opts.allowedHosts).ok) {
       deps.servers.refused('host');
       return rpcError(403, -32000, 'Forbidden: host not allowed');
     }

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { hasBody, refusalMessage, type InboundGuard, type InboundRefusal } from '@mcpx/inbound';
-import { requestHead, type EndpointHandler } from './http.js';
+import type { EndpointHandler } from './http.js';
+import { requestHead } from './request-head.js';
 import type { LeanCalls } from './lean-calls.js';
 import { serveWithBody } from './web-fallback.js';
 
