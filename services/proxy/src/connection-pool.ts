@@ -1,18 +1,8 @@
-import {
-  context,
-  trace,
-  type Context,
-  type Counter,
-  type Meter,
-  type Span,
-  type Tracer,
-  type UpDownCounter,
-} from '@opentelemetry/api';
+import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
 import {
   McpClientError,
-  connectMcp,
   type McpHttpRequest,
   type ConnectMcpOptions,
   type CreateMessageRequestParams,
@@ -22,9 +12,10 @@ import {
   type EraVerdict,
   type McpConnection,
 } from '@mcpx/mcp-client';
-import { MemoryEraVerdicts, authContextOf, type EraVerdictSource } from './era-verdicts.js';
 import type { ServerCredentials } from '@mcpx/stored';
-import { capRefusal, runIsIdle, shareable, slotStep, verdictOutcome, type InstanceLimit } from './pool-rules.js';
+import { authContextFor, type EraVerdictSource } from './era-verdicts.js';
+import { PoolConnector } from './pool-connect.js';
+import { capRefusal, runIsIdle, slotStep, type InstanceLimit } from './pool-rules.js';
 import { toWire } from './wire-errors.js';
 
 /** A verdict a connection had to probe for, to pass on to the registry with the quiet discovery. */
@@ -64,23 +55,6 @@ export interface PoolHooks {
   ): Promise<CreateMessageResult>;
 }
 
-interface Slot {
-  promise: Promise<McpConnection>;
-  /** Set once the handshake completed: the hot path then needs no await. */
-  conn?: McpConnection;
-  /** Its auth context, and whether its verdict was known to be fresh (probed at the connect, or re-probe reported). */
-  authContext?: string;
-  verdictReported?: boolean;
-}
-
-interface RunPool {
-  account: string;
-  run: string;
-  connections: Map<string, Slot>;
-  lastUsed: number;
-  active: number;
-}
-
 export interface ConnectionPoolOptions {
   connectTimeoutMs: number;
   idleMs: number;
@@ -114,48 +88,65 @@ export interface ConnectionPoolOptions {
 }
 
 /**
+ * A run's connection to one server: `conn` once open (the hot path then needs no await), `pending`
+ * while its handshake runs. The promise is let go once it settles: a promise keeps the async
+ * context it was made in (the first call's trace context and span) for as long as it is held.
+ */
+interface Slot {
+  server: string;
+  conn: McpConnection | undefined;
+  pending: Promise<McpConnection> | undefined;
+  /** The auth context it connected under (shared by every run of a credential). */
+  authContext: string;
+  /** Whether its verdict is known to be fresh (probed at the connect, or the re-probe reported). */
+  verdictReported: boolean;
+}
+
+/** What the pool keeps per open run: a few fields and its slots (a run mostly calls one server or two). */
+interface RunPool {
+  slots: readonly Slot[];
+  lastUsed: number;
+  active: number;
+}
+
+/** A new run's slots: none yet (shared, never changed in place). */
+const NO_SLOTS: readonly Slot[] = Object.freeze([]);
+
+const slotOf = (pool: RunPool, server: string): Slot | undefined => pool.slots.find((s) => s.server === server);
+
+// Arrays of their exact length: a push on an empty array would reserve room for 17.
+function addSlot(pool: RunPool, slot: Slot): void {
+  pool.slots = pool.slots.length === 0 ? [slot] : [...pool.slots, slot];
+}
+
+function removeSlot(pool: RunPool, slot: Slot): void {
+  if (pool.slots.includes(slot)) pool.slots = pool.slots.filter((s) => s !== slot);
+}
+
+/**
  * Connections per run: lazy (nothing opens until a run's first call of a server), shared by the
  * run's concurrent calls (they await one handshake), and closed together when the run ends, goes
  * idle, or the proxy stops.
  *
- * Each connect uses the server's era verdict for its auth context. To a modern (2026-07-28)
- * server a connection is no session: it costs no round trip and holds nothing on the server, so
- * any instance can serve any call of a run, and the runs of an instance share one connection per
- * server and auth context (closed with the last of them). A legacy connection is a session, kept
- * per run.
+ * Each connect uses the server's era verdict for its auth context (./pool-connect.ts). To a modern
+ * (2026-07-28) server a connection is no session: it costs no round trip and holds nothing on the
+ * server, so any instance can serve any call of a run, and the runs of an instance share one
+ * connection per server and auth context (closed with the last of them). A legacy connection is a
+ * session, kept per run. An open run costs a small record (runs by account, then by run id).
  */
 export class ConnectionPool {
-  private readonly runs = new Map<string, RunPool>();
+  private readonly runs = new Map<string, Map<string, RunPool>>();
+  private runCount = 0;
   private readonly sweeper: NodeJS.Timeout;
-  private readonly handshakes: Counter;
-  private readonly verdictOutcomes: Counter;
-  private readonly open: UpDownCounter;
-  private readonly verdicts: EraVerdictSource;
-  /** Modern connections shared by the runs that use them, by server and auth context. */
-  private readonly shared = new Map<string, { conn: McpConnection; refs: number }>();
-  private readonly sharedKeys = new WeakMap<McpConnection, string>();
-  /** Probes under way (no verdict known yet), by server and auth context: other connects wait for the verdict instead of probing too. */
-  private readonly probing = new Map<string, Promise<unknown>>();
-  private openCount = 0;
-  /** Connects under way (not open yet), counted against the connection cap with the open ones. */
-  private connecting = 0;
+  private readonly connector: PoolConnector;
   private readonly rejections: Counter;
-  /** Connections opened and not yet closed by us (closing twice must not count twice). */
-  private readonly counted = new WeakSet<McpConnection>();
 
   constructor(
     private readonly opts: ConnectionPoolOptions,
-    private readonly hooks: PoolHooks,
+    hooks: PoolHooks,
     meter: Meter,
   ) {
-    this.handshakes = meter.createCounter('mcpx_proxy_handshakes_total', {
-      description: 'MCP connections opened, by era',
-    });
-    this.verdictOutcomes = meter.createCounter('mcpx_proxy_era_verdicts_total', {
-      description: 'Era verdicts of opened connections by outcome (reused, probed, reprobed) and era',
-    });
-    this.verdicts = opts.verdicts ?? new MemoryEraVerdicts();
-    this.open = meter.createUpDownCounter('mcpx_proxy_open_connections', { description: 'Open MCP connections' });
+    this.connector = new PoolConnector(opts, hooks, meter);
     this.rejections = meter.createCounter('mcpx_quota_rejections_total', {
       description: 'Requests refused by a quota or rate limit, by kind',
     });
@@ -174,13 +165,20 @@ export class ConnectionPool {
     throw refusal;
   }
 
-  private counting<T>(connect: Promise<T>): Promise<T> {
-    this.connecting++;
-    return connect.finally(() => this.connecting--);
+  get stats(): { runs: number; connections: number } {
+    return { runs: this.runCount, connections: this.connector.openCount };
   }
 
-  get stats(): { runs: number; connections: number } {
-    return { runs: this.runs.size, connections: this.openCount };
+  private runOf(account: string, run: string): RunPool {
+    let runs = this.runs.get(account);
+    let pool = runs?.get(run);
+    if (pool !== undefined) return pool;
+    this.refuseWhenFull('runs_per_proxy', this.runCount, this.opts.maxRuns ?? DEFAULT_QUOTAS.runsPerProxy, 'runs');
+    if (runs === undefined) this.runs.set(account, (runs = new Map()));
+    pool = { slots: NO_SLOTS, lastUsed: Date.now(), active: 0 };
+    runs.set(run, pool);
+    this.runCount++;
+    return pool;
   }
 
   /**
@@ -198,86 +196,104 @@ export class ConnectionPool {
     fresh = false,
     parent?: Context,
   ): Promise<T> {
-    const key = `${account}:${run}`;
-    let pool = this.runs.get(key);
-    if (pool === undefined) {
-      this.refuseWhenFull('runs_per_proxy', this.runs.size, this.opts.maxRuns ?? DEFAULT_QUOTAS.runsPerProxy, 'runs');
-      pool = { account, run, connections: new Map(), lastUsed: Date.now(), active: 0 };
-      this.runs.set(key, pool);
-    }
+    const pool = this.runOf(account, run);
     pool.active++;
     pool.lastUsed = Date.now();
-    let acquiring: Span | undefined;
     try {
       // A fresh one after a lost session or a refused token (the retry).
       if (fresh) await this.drop(pool, server);
-      let slot = pool.connections.get(server);
+      let slot = slotOf(pool, server);
       if (slotStep(slot === undefined ? undefined : { closed: slot.conn?.closed }) === 'replace') {
         // Closed under us (the server ended the session): open a new one.
         await this.drop(pool, server);
         slot = undefined;
       }
+      let acquiring: Span | undefined;
       if (slot === undefined) {
-        if (this.runs.get(key) !== pool)
+        if (this.runs.get(account)?.get(run) !== pool)
           throw new McpClientError('transport_error', 'the run ended while the call was starting');
-        const authContext = authContextOf(entry.url, entry.headers);
-        const reused = this.sharedModern(account, server, authContext);
-        if (reused) {
-          // A modern run holds no session: its slot is the shared connection, nothing pending.
-          slot = { promise: Promise.resolve(reused), conn: reused, authContext, verdictReported: true };
-          pool.connections.set(server, slot);
-        } else {
-          this.refuseWhenFull(
-            'connections_per_proxy',
-            this.openCount + this.connecting,
-            this.opts.maxConnections ?? DEFAULT_QUOTAS.connectionsPerProxy,
-            'remote connections',
-          );
-          acquiring = this.acquireSpan(parent, server, true);
-          // The connect runs under the acquire span: its era and verdict are recorded there.
-          const connecting =
-            acquiring === undefined
-              ? this.connect(account, server, entry, authContext)
-              : context.with(trace.setSpan(parent!, acquiring), () =>
-                  this.connect(account, server, entry, authContext),
-                );
-          const created: Slot = { promise: this.counting(connecting), authContext };
-          slot = created;
-          pool.connections.set(server, created);
-          created.promise.then(
-            (c) => {
-              created.conn = c;
-              created.verdictReported ||= c.reprobed;
-            },
-            () => {
-              if (pool.connections.get(server) === created) pool.connections.delete(server);
-            },
-          );
-        }
+        ({ slot, acquiring } = this.openSlot(account, pool, server, entry, parent));
       }
-      let conn = slot.conn;
-      if (conn === undefined) {
-        acquiring ??= this.acquireSpan(parent, server, false);
-        try {
-          conn = await slot.promise;
-        } catch (err) {
-          if (acquiring !== undefined) endWithOutcome(acquiring, toWire(err).code);
-          throw err;
-        }
-        if (acquiring !== undefined) {
-          acquiring.setAttribute('mcpx.era', conn.era);
-          endWithOutcome(acquiring);
-        }
-      }
+      const conn = slot.conn ?? (await this.waitFor(slot, acquiring ?? this.acquireSpan(parent, server, false)));
       try {
         return await fn(conn);
       } finally {
-        if (conn.reprobed && slot.verdictReported === false) this.reprobedLater(account, server, conn, slot);
+        if (conn.reprobed && !slot.verdictReported) {
+          slot.verdictReported = true;
+          this.connector.reprobedLater(account, server, conn, slot.authContext);
+        }
       }
     } finally {
       pool.active--;
       pool.lastUsed = Date.now();
     }
+  }
+
+  /** The run's slot for a server it has none for: the shared modern connection, or a connect of its own. */
+  private openSlot(
+    account: string,
+    pool: RunPool,
+    server: string,
+    entry: ServerCredentials,
+    parent: Context | undefined,
+  ): { slot: Slot; acquiring?: Span } {
+    const authContext = authContextFor(entry);
+    const shared = this.connector.sharedModern(account, server, authContext);
+    if (shared !== undefined) {
+      // A modern run holds no session: its slot is the shared connection, nothing pending.
+      const slot: Slot = {
+        server,
+        conn: shared.conn,
+        pending: undefined,
+        authContext: shared.authContext,
+        verdictReported: true,
+      };
+      addSlot(pool, slot);
+      return { slot };
+    }
+    const { connector } = this;
+    this.refuseWhenFull(
+      'connections_per_proxy',
+      connector.openCount + connector.connecting,
+      this.opts.maxConnections ?? DEFAULT_QUOTAS.connectionsPerProxy,
+      'remote connections',
+    );
+    const acquiring = this.acquireSpan(parent, server, true);
+    // The connect runs under the acquire span: its era and verdict are recorded there.
+    const connecting =
+      acquiring === undefined
+        ? connector.connect(account, server, entry, authContext)
+        : context.with(trace.setSpan(parent!, acquiring), () => connector.connect(account, server, entry, authContext));
+    const slot: Slot = { server, conn: undefined, pending: connecting, authContext, verdictReported: false };
+    addSlot(pool, slot);
+    connecting.then(
+      (c) => {
+        slot.conn = c;
+        slot.pending = undefined;
+        slot.verdictReported = c.reprobed;
+      },
+      () => {
+        slot.pending = undefined;
+        removeSlot(pool, slot);
+      },
+    );
+    return { slot, acquiring };
+  }
+
+  /** Waits for a slot's handshake, under the acquire span when there is one. */
+  private async waitFor(slot: Slot, acquiring: Span | undefined): Promise<McpConnection> {
+    let conn: McpConnection;
+    try {
+      conn = await slot.pending!;
+    } catch (err) {
+      if (acquiring !== undefined) endWithOutcome(acquiring, toWire(err).code);
+      throw err;
+    }
+    if (acquiring !== undefined) {
+      acquiring.setAttribute('mcpx.era', conn.era);
+      endWithOutcome(acquiring);
+    }
+    return conn;
   }
 
   /** `handshake`: this call opens the connection (else it waits for one another call is opening). */
@@ -290,150 +306,42 @@ export class ConnectionPool {
     );
   }
 
-  /**
-   * A modern connection to the server under this auth context that another run already opened: it
-   * holds no session, so runs share it (one client per server and credential, not per run).
-   */
-  private sharedModern(account: string, server: string, authContext: string): McpConnection | undefined {
-    const key = `${account}\u0000${server}\u0000${authContext}`;
-    const shared = this.shared.get(key);
-    if (shared === undefined) return undefined;
-    if (!shareable(shared.conn)) {
-      this.shared.delete(key);
-      return undefined;
-    }
-    shared.refs++;
-    return shared.conn;
-  }
-
-  private async connect(
-    account: string,
-    server: string,
-    entry: ServerCredentials,
-    authContext: string,
-  ): Promise<McpConnection> {
-    // The notification handler is registered before the connection exists; it reads it from here.
-    const opened: { conn?: McpConnection } = {};
-    const probeKey = `${account}\u0000${server}\u0000${authContext}`;
-    let prior = await this.verdicts.get(account, server, authContext);
-    const under = prior === undefined ? this.probing.get(probeKey) : undefined;
-    if (under !== undefined) {
-      await under.catch(() => undefined);
-      prior = await this.verdicts.get(account, server, authContext);
-    }
-    const connecting = connectMcp({
-      url: entry.url,
-      ...(entry.transport ? { transport: entry.transport } : {}),
-      headers: entry.headers,
-      connectTimeoutMs: this.opts.connectTimeoutMs,
-      ...(this.opts.fetch ? { fetch: this.opts.fetch } : {}),
-      ...(this.opts.request ? { request: this.opts.request } : {}),
-      ...(this.opts.traceCarrier ? { traceCarrier: this.opts.traceCarrier } : {}),
-      ...(this.opts.capabilities ? { capabilities: this.opts.capabilities } : {}),
-      ...(this.hooks.onElicitation
-        ? {
-            onElicitation: (params: ElicitRequestParams, ctx: { signal: AbortSignal }) =>
-              this.hooks.onElicitation!(opened.conn, params, ctx.signal),
-          }
-        : {}),
-      ...(this.hooks.onSampling
-        ? {
-            onSampling: (params: CreateMessageRequestParams, ctx: { signal: AbortSignal }) =>
-              this.hooks.onSampling!(opened.conn, params, ctx.signal),
-          }
-        : {}),
-      ...(prior !== undefined ? { prior } : {}),
-      onToolsListChanged: () => opened.conn && this.hooks.onToolsChanged(account, server, opened.conn),
-    });
-    // The first probe of a key is waited for by the others; it settles once its verdict is learnt (below).
-    let settle: (() => void) | undefined;
-    if (prior === undefined && !this.probing.has(probeKey)) {
-      const settled = new Promise<void>((resolve) => {
-        settle = () => {
-          if (this.probing.get(probeKey) === settled) this.probing.delete(probeKey);
-          resolve();
-        };
-      });
-      this.probing.set(probeKey, settled);
-    }
-    let conn: McpConnection;
-    try {
-      conn = await connecting;
-    } catch (err) {
-      settle?.();
-      throw err;
-    }
-    opened.conn = conn;
-    this.counted.add(conn);
-    if (conn.era === 'modern' && !this.shared.has(probeKey)) {
-      this.shared.set(probeKey, { conn, refs: 1 });
-      this.sharedKeys.set(conn, probeKey);
-    }
-    this.handshakes.add(1, { era: conn.era });
-    this.open.add(1);
-    this.openCount++;
-    const outcome = verdictOutcome(prior !== undefined, conn.reprobed);
-    this.verdictOutcomes.add(1, { outcome, era: conn.era });
-    // On the call's span: which era the call went out on, and whether finding out cost a probe.
-    trace
-      .getActiveSpan()
-      ?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': outcome });
-    if (outcome === 'reused') {
-      this.hooks.onOpen(account, server, conn);
-    } else {
-      this.verdicts.learned(account, server, authContext, conn.verdict);
-      settle?.();
-      this.hooks.onOpen(account, server, conn, { verdict: conn.verdict, authContext });
-    }
-    return conn;
-  }
-
-  /** A verdict found stale by a request after the connect: learnt, and reported once. */
-  private reprobedLater(account: string, server: string, conn: McpConnection, slot: Slot): void {
-    slot.verdictReported = true;
-    if (slot.authContext === undefined) return;
-    this.verdictOutcomes.add(1, { outcome: 'reprobed', era: conn.era });
-    this.verdicts.learned(account, server, slot.authContext, conn.verdict);
-    this.hooks.onVerdict?.(account, server, conn, { verdict: conn.verdict, authContext: slot.authContext });
-  }
-
   private async drop(pool: RunPool, server: string): Promise<void> {
-    const slot = pool.connections.get(server);
-    pool.connections.delete(server);
-    if (slot) await this.closeConn(slot);
+    const slot = slotOf(pool, server);
+    if (slot === undefined) return;
+    removeSlot(pool, slot);
+    await this.closeSlot(slot);
   }
 
-  private async closeConn(slot: Slot): Promise<void> {
-    const conn = await slot.promise.catch(() => undefined);
-    if (conn === undefined) return;
-    const sharedKey = this.sharedKeys.get(conn);
-    const shared = sharedKey === undefined ? undefined : this.shared.get(sharedKey);
-    if (sharedKey !== undefined && shared?.conn === conn) {
-      // Closed with the last run that uses it.
-      if (--shared.refs > 0) return;
-      this.shared.delete(sharedKey);
-    }
-    if (!this.counted.has(conn)) return;
-    this.counted.delete(conn);
-    this.open.add(-1);
-    this.openCount--;
-    await conn.close().catch(() => undefined);
+  private async closeSlot(slot: Slot): Promise<void> {
+    const conn = slot.conn ?? (await slot.pending?.catch(() => undefined));
+    if (conn !== undefined) await this.connector.release(conn);
   }
 
   /** Closes a run's connections (on `mcp.runs.ended`). */
   async endRun(account: string, run: string): Promise<boolean> {
-    const key = `${account}:${run}`;
-    const pool = this.runs.get(key);
-    if (pool === undefined) return false;
-    this.runs.delete(key);
-    await Promise.all([...pool.connections.values()].map((c) => this.closeConn(c)));
+    const runs = this.runs.get(account);
+    const pool = runs?.get(run);
+    if (runs === undefined || pool === undefined) return false;
+    runs.delete(run);
+    if (runs.size === 0) this.runs.delete(account);
+    this.runCount--;
+    await Promise.all(pool.slots.map((s) => this.closeSlot(s)));
     return true;
+  }
+
+  /** Every open run, as (account, run, its record): a copy, so that ending runs on the way is safe. */
+  private allRuns(): [string, string, RunPool][] {
+    const all: [string, string, RunPool][] = [];
+    for (const [account, runs] of this.runs) for (const [run, pool] of runs) all.push([account, run, pool]);
+    return all;
   }
 
   private async sweepIdle(): Promise<void> {
     const cutoff = Date.now() - this.opts.idleMs;
-    for (const pool of [...this.runs.values()]) {
-      if (runIsIdle(pool, cutoff)) await this.endRun(pool.account, pool.run);
+    for (const [account, run, pool] of this.allRuns()) {
+      // Still the same run (one ended on the way may have been opened again since).
+      if (runIsIdle(pool, cutoff) && this.runs.get(account)?.get(run) === pool) await this.endRun(account, run);
     }
   }
 
@@ -441,15 +349,15 @@ export class ConnectionPool {
     clearInterval(this.sweeper);
     const keep = this.opts.keepOnClose;
     await Promise.all(
-      [...this.runs.values()]
-        .filter((p) => keep === undefined || !keep(p.run))
-        .map((p) => this.endRun(p.account, p.run)),
+      this.allRuns()
+        .filter(([, run]) => keep === undefined || !keep(run))
+        .map(([account, run]) => this.endRun(account, run)),
     );
   }
 
   /** Keeps a run from going idle (a brokered task's session, polled by this instance). */
   touch(account: string, run: string): void {
-    const pool = this.runs.get(`${account}:${run}`);
+    const pool = this.runs.get(account)?.get(run);
     if (pool !== undefined) pool.lastUsed = Date.now();
   }
 }

@@ -1,8 +1,22 @@
-import { readEraVerdict, type ProxyReads } from '@mcpx/stored';
+import { authContextOf } from '@mcpx/contracts';
+import { readEraVerdict, type ProxyReads, type ServerCredentials } from '@mcpx/stored';
 import type { EraVerdict } from '@mcpx/mcp-client';
 
 /** The auth context a verdict is keyed by: one copy, in `@mcpx/contracts`, shared with the other service. */
-export { authContextOf } from '@mcpx/contracts';
+export { authContextOf };
+
+const authContexts = new WeakMap<ServerCredentials, string>();
+
+/**
+ * The auth context of a server's credentials as the catalog read them, hashed once per reading
+ * (the catalog keeps one until the server's event): each new run's connection to the server then
+ * costs no hash and holds the same string as the others.
+ */
+export function authContextFor(entry: ServerCredentials): string {
+  let ctx = authContexts.get(entry);
+  if (ctx === undefined) authContexts.set(entry, (ctx = authContextOf(entry.url, entry.headers)));
+  return ctx;
+}
 
 /** Where a pool finds the era verdict of a server for an auth context, and tells what it learnt. */
 export interface EraVerdictSource {

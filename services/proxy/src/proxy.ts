@@ -1,20 +1,12 @@
 import { connectBus, payload, respond } from '@mcpx/bus';
 import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
-import { DEFAULT_TASK_SETTINGS, type Config } from '@mcpx/config';
+import type { Config } from '@mcpx/config';
 import { proxyReads } from '@mcpx/stored';
 import { createDb, migrate } from '@mcpx/db';
-import { CONNECTOR_CAPABILITIES } from '@mcpx/mcp-client';
 import { createLogger, type LogSink } from '@mcpx/log';
 import { SecretBox } from '@mcpx/secrets';
 import { createOutboundFetch } from '@mcpx/outbound';
-import {
-  responseCutRecorder,
-  serviceTelemetry,
-  startServiceHttp,
-  tracingFetch,
-  tracingRequest,
-  type Telemetry,
-} from '@mcpx/telemetry';
+import { responseCutRecorder, serviceTelemetry, startServiceHttp, tracingFetch, type Telemetry } from '@mcpx/telemetry';
 import { LegacyAsks } from './legacy-inputs.js';
 import { CallHandler } from './call-handler.js';
 import { replyLimits } from './reply-limits.js';
@@ -30,10 +22,8 @@ import { StoredEraVerdicts } from './era-verdicts.js';
 import { ActivityRecorder } from './activity-recorder.js';
 import { PostgresActivityStore } from './activity-store.js';
 import { callGates, callLimiter, connectRedis, connectionPool } from './wiring.js';
-import { TaskBroker, type StoredOutcome } from './tasks/task-broker.js';
-import { TaskCalls, taskRun } from './tasks/task-calls.js';
+import { brokeredTasks } from './task-wiring.js';
 import { startTaskService } from './tasks/task-service.js';
-import { TaskStore } from './tasks/task-store.js';
 
 export { PROXY_SERVICE_NAME, proxyServiceName } from './call-service.js';
 export type { ProxyStats } from './call-service.js';
@@ -108,42 +98,18 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const activity = config.activity.enabled ? await startActivity(config, db, telemetry, log) : undefined;
   const limitsOfReply = replyLimits(maxPayload);
   // Brokered tasks: rows in Postgres, polled under a lease by one instance at a time.
-  const taskStore = new TaskStore(db);
-  const taskRequestFn = tracingRequest(outboundFetch.request);
-  const broker: TaskBroker = new TaskBroker({
-    store: taskStore,
+  const { taskStore, broker, taskCalls } = brokeredTasks({
+    config,
+    db,
     instance,
-    settings: config.proxy.tasks ?? DEFAULT_TASK_SETTINGS,
-    target: async (row) => {
-      const entry = await catalog.server(row.account_id, row.server);
-      if (entry === null) throw new Error(`the server ${row.server} is no longer connected`);
-      return {
-        era: row.dialect === '2026-07-28' ? 'modern' : 'legacy',
-        url: new URL(entry.url),
-        request: taskRequestFn,
-        headers: entry.headers,
-        protocolVersion: row.protocol_version,
-        ...(row.session_id !== null ? { sessionId: row.session_id } : {}),
-        capabilities: CONNECTOR_CAPABILITIES,
-      };
-    },
-    shape: (row, result, ms): StoredOutcome => taskCalls.shape(row, result, ms),
-    publish: (subject, event) => bus.notify(subject, event),
-    subjects: bus.subjects,
-    tracer: telemetry.tracer,
-    meter: telemetry.meter,
+    catalog,
+    outboundFetch,
+    bus,
+    telemetry,
     log,
-    onEnded: (row) => void pool.endRun(row.account_id, taskRun(row.id)),
-    onPolled: (row) => pool.touch(row.account_id, taskRun(row.id)),
-    // A task's questions are input requests, as a call's are.
+    pool,
     inputs,
-  });
-  const taskCalls: TaskCalls = new TaskCalls({
-    broker,
-    store: taskStore,
-    maxRunningPerAccount: config.quotas.runningTasksPerAccount,
-    ...limitsOfReply, // its flatten and resultBytes: a task's result is bounded as a call's
-    releaseRun: (account, run) => void pool.endRun(account, run),
+    limitsOfReply,
   });
   const handler = new CallHandler({
     catalog,
@@ -231,16 +197,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   ];
   await bus.nc.flush();
   let ready = true;
-  const health = await startServiceHttp({
-    port: config.httpPort,
-    host: config.httpHost,
-    internalPort: config.internalHttpPort,
-    internalHost: config.internalHttpHost,
-    service: 'proxy',
-    isReady: () => ready,
-    metricsHandler: telemetry.metricsHandler,
-    extra: { '/stats': () => ({ ...stats(), cpu: process.cpuUsage(), rss: process.memoryUsage.rss() }) },
-  });
+  const health = await startProxyHttp(config, telemetry, stats, () => ready);
   log.info('proxy ready', {
     instance,
     health: health.url,
@@ -301,4 +258,43 @@ async function startActivity(
     flushMs: a.flushMs,
     retention: { days: a.retentionDays, maxCallsPerAccount: a.maxCallsPerAccount, everyMs: a.pruneMs },
   }).start();
+}
+
+/**
+ * The proxy's HTTP: `/healthz` on the public port; on the internal one also `/metrics`, `/stats`
+ * (counts, CPU, memory split) and `/stats/collected`, the same after a full collection when the
+ * process runs with `--expose-gc` (a bench's measure of what is live; else none is forced).
+ */
+function startProxyHttp(
+  config: Config,
+  telemetry: Telemetry,
+  stats: () => ProxyStats,
+  isReady: () => boolean,
+): ReturnType<typeof startServiceHttp> {
+  return startServiceHttp({
+    port: config.httpPort,
+    host: config.httpHost,
+    internalPort: config.internalHttpPort,
+    internalHost: config.internalHttpHost,
+    service: 'proxy',
+    isReady,
+    metricsHandler: telemetry.metricsHandler,
+    extra: {
+      '/stats': () => ({ ...stats(), cpu: process.cpuUsage(), ...memoryNow() }),
+      '/stats/collected': () => ({ ...stats(), cpu: process.cpuUsage(), ...memoryNow(collect()) }),
+    },
+  });
+}
+
+/** A full collection, when the process was started with `--expose-gc` (else nothing): whether it ran. */
+function collect(): boolean {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  return gc !== undefined;
+}
+
+/** The process's memory, split: resident, the JS heap used and reserved, memory outside it (buffers). */
+function memoryNow(collected?: boolean): Record<string, number | boolean> {
+  const { rss, heapUsed, heapTotal, external, arrayBuffers } = process.memoryUsage();
+  return { rss, heapUsed, heapTotal, external, arrayBuffers, ...(collected !== undefined ? { collected } : {}) };
 }
