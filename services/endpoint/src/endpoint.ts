@@ -94,10 +94,10 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   const logLevels = new LogLevels({ nc: runtime.nc, subjects, instance, redis, redisPrefix: config.redisPrefix, log });
   logLevels.listen();
   await runtime.nc.flush();
-  const taskStatus = new TaskStatusRelay({ nc: runtime.nc, subjects, ...telemetry });
   const servers = new AgentServers({
     logLevels,
     legacySubscriptions,
+    taskStatus: new TaskStatusRelay({ nc: runtime.nc, subjects, ...telemetry }),
     approvals: userApprovals({ config, redis, nc: runtime.nc, subjects, log }),
     toolSets,
     proxy: runtime.client,
@@ -109,7 +109,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   });
   let ready = false;
   const handler = endpointHandler(
-    { tokens, servers, toolSets, failures, subscriptions, legacySubscriptions, taskStatus },
+    { tokens, servers, toolSets, failures, subscriptions, legacySubscriptions, taskStatus: servers.taskStatus },
     {
       allowedHosts: config.allowedHosts,
       allowedOrigins: config.allowedOrigins,
