@@ -1,9 +1,7 @@
 import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
-import { withAppUri, type McpToolDocument } from '@mcpx/domain';
-import { isLogLevel, type CallLog, type CallProgress, type LogLevel } from '@mcpx/contracts';
+import type { McpToolDocument } from '@mcpx/domain';
 import type { ProxyClient, TaskClient } from '@mcpx/proxy-client';
 import {
-  LOG_LEVEL_META_KEY,
   ProtocolError,
   ProtocolErrorCode,
   type CallToolRequest,
@@ -12,13 +10,16 @@ import {
   type McpHttpHandler,
   type Server,
   type ServerContext,
-  type Tool,
 } from '@modelcontextprotocol/server';
 import { withFirstAnswers, type SendCall } from './first-answers.js';
-import { SET_LEVEL_PARAMS, decodeCursor, encodeCursor, isAnswerMap } from './face-params.js';
+import { callStreams, logLevelOf, registerSetLevel } from './face-logging.js';
+import { decodeCursor, encodeCursor, isAnswerMap } from './face-params.js';
 import { EndpointTasks } from './endpoint-tasks.js';
-import { TASK_CAPABILITIES, TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
-import { registerRelayed, wrapUri } from './relayed.js';
+import { TaskListens } from './task-listen.js';
+import type { TaskStatusRelay } from './task-status.js';
+import { TaskAwareServer, asksForTask, declaresTasksExtension, type TaskEra } from './task-wire.js';
+import { registerRelayed } from './relayed.js';
+import { LIST_HINTS, LIST_TTL_MS, SERVER_NAME, SERVER_OPTIONS, TASK_SERVER_OPTIONS, toTool } from './face-tools.js';
 import { registerSubscribe, type LegacySubscriptions } from './legacy-subscriptions.js';
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
@@ -28,9 +29,7 @@ import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
 import type { LogLevels } from './log-levels.js';
 
-export const SERVER_NAME = 'mcpx-agent';
-/** How long a client may keep a `tools/list` page (`ttlMs`): list_changed says sooner when it changes. */
-export const LIST_TTL_MS = 60_000;
+export { LIST_TTL_MS, SERVER_NAME, toTool } from './face-tools.js';
 
 export interface AgentServerDeps {
   toolSets: ToolSets;
@@ -49,6 +48,8 @@ export interface AgentServerDeps {
   onError: (err: Error) => void;
   /** A 2025 client's `resources/subscribe` (absent: not offered). */
   legacySubscriptions?: LegacySubscriptions;
+  /** The task status relay: a 2026-07-28 listen's `taskIds` are heard when given (task-listen.ts). */
+  taskStatus?: TaskStatusRelay;
 }
 
 interface Metrics {
@@ -56,51 +57,6 @@ interface Metrics {
   duration: Histogram;
   /** Answers a client sent before any question: forwarded to its server's questions, or ignored (first-answers.ts). */
   firstAnswers: Counter;
-}
-
-// Subscriptions and list changes: what the granted servers say reaches the face's clients
-// (subscriptions.ts); a server that cannot is named where it cannot (a listen's ack, an error).
-// `logging`: the granted servers' log messages of a call reach the client that asked (docs/endpoint.md#logging).
-const SERVER_OPTIONS = {
-  capabilities: {
-    tools: { listChanged: true },
-    prompts: { listChanged: true },
-    resources: { subscribe: true, listChanged: true },
-    completions: {},
-    logging: {},
-  },
-};
-const TASK_SERVER_OPTIONS = { capabilities: { ...SERVER_OPTIONS.capabilities, ...TASK_CAPABILITIES } };
-const LIST_HINTS = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
-
-/**
- * The tool's own `_meta` as a face lists it (docs/endpoint.md#mcp-apps): as the server listed it
- * on the per-server face; on the merged face an MCP Apps tool's `ui.resourceUri` is the merged
- * face's URI of that resource (`wrapUri`), so a host reads the app through the same face.
- */
-function ownMeta(doc: McpToolDocument, perServer: boolean): Record<string, unknown> | undefined {
-  const meta = doc._meta;
-  if (meta === undefined || perServer) return meta;
-  return withAppUri(meta, (uri) => wrapUri(doc.server, uri));
-}
-
-/**
- * A document as an MCP tool: its contract whole, the tool's own `_meta` (see {@link ownMeta}) and
- * its permission level and server under the connector's keys; named as the merged face names it
- * (`<server>__<tool>`) or, on a per-server face, by its server's own name.
- */
-export function toTool(doc: McpToolDocument, perServer = false): Tool {
-  return {
-    name: perServer ? doc.remoteName : doc.name,
-    ...(doc.title !== undefined ? { title: doc.title } : {}),
-    description: doc.description,
-    inputSchema: doc.inputSchema as Tool['inputSchema'],
-    ...(doc.outputSchema !== undefined ? { outputSchema: doc.outputSchema } : {}),
-    ...(doc.annotations !== undefined ? { annotations: doc.annotations } : {}),
-    // 2025-11-25 clients read a task tool's support here (the SDK drops it toward 2026-07-28 ones).
-    ...(doc.taskSupport !== undefined ? { execution: { taskSupport: doc.taskSupport } } : {}),
-    _meta: { ...ownMeta(doc, perServer), 'io.mcpx/permission': doc.permission, 'io.mcpx/server': doc.server },
-  };
 }
 
 /**
@@ -125,6 +81,13 @@ export class AgentServers {
   readonly compact: CompactFaces;
   /** Tasks of the clients that declare them (docs/endpoint.md#tasks). */
   private readonly tasks: EndpointTasks | undefined;
+  /** A 2026-07-28 listen's `taskIds` (task-listen.ts). */
+  private readonly listens: TaskListens | undefined;
+
+  /** The task status relay the endpoint's streams share (2025 GET streams, 2026-07-28 listens). */
+  get taskStatus(): TaskStatusRelay | undefined {
+    return this.deps.taskStatus;
+  }
 
   constructor(
     private readonly deps: AgentServerDeps,
@@ -148,6 +111,16 @@ export class AgentServers {
       deps.tasks === undefined
         ? undefined
         : new EndpointTasks({ tasks: deps.tasks, tracer: deps.tracer, requests: this.metrics.requests });
+    this.listens =
+      this.tasks === undefined || deps.taskStatus === undefined
+        ? undefined
+        : new TaskListens({
+            relay: deps.taskStatus,
+            tasks: this.tasks,
+            tracer: deps.tracer,
+            requests: this.metrics.requests,
+            info: this.info,
+          });
     this.calls = new ToolCalls({
       ...(this.tasks !== undefined ? { tasks: this.tasks } : {}),
       toolSets: deps.toolSets,
@@ -211,7 +184,12 @@ export class AgentServers {
     const key =
       server === undefined ? `${grant.account}:${grant.agent}` : `${grant.account}:${grant.agent}\u0000${server}`;
     const make = (clientId: string | undefined): Server => this.server(this.grantOf(clientId, grant), server);
-    return this.handlers.get(key, grant.account, grant.agent, make, server);
+    const listens = this.listens;
+    const wrap =
+      listens === undefined
+        ? undefined
+        : (h: McpHttpHandler) => listens.wrap(h, server, (id) => this.grantOf(id, grant));
+    return this.handlers.get(key, grant.account, grant.agent, make, server, wrap);
   }
 
   async close(): Promise<void> {
@@ -243,22 +221,6 @@ export class AgentServers {
     // A grant revoked since the request was admitted: the face serves nothing.
     const own = set.granted.has(face) ? set.byServer.get(face) : undefined;
     return { tools: own?.tools ?? [], listed: (d) => d.remoteName, find: (n) => own?.byRemote.get(n) };
-  }
-
-  /**
-   * The level of a call's log messages the client asked for: a 2026-07-28 request's own logLevel
-   * (its `_meta` envelope, which the SDK lifts out of `_meta`; none there: no logs, as that revision
-   * says), else the level the token's 2025 client set.
-   */
-  private async logLevelOf(
-    grant: TokenGrant,
-    envelope: Record<string, unknown> | undefined,
-  ): Promise<LogLevel | undefined> {
-    if (envelope !== undefined) {
-      const level = envelope[LOG_LEVEL_META_KEY];
-      return isLogLevel(level) ? level : undefined;
-    }
-    return await this.deps.logLevels.get(grant.id);
   }
 
   /**
@@ -317,21 +279,7 @@ export class AgentServers {
         ...(more ? { nextCursor: encodeCursor(listed(last)) } : {}),
       };
     });
-    // A 2025 client's level for its token's calls (2026-07-28 has no logging/setLevel: each request's `_meta` carries it).
-    server.setRequestHandler('logging/setLevel', SET_LEVEL_PARAMS, async (params) => {
-      // Checked by SET_LEVEL_PARAMS before the handler runs.
-      const { level } = params as { level: LogLevel };
-      const span = this.deps.tracer.startSpan('endpoint.logging/setLevel', {
-        attributes: { 'mcpx.account': account, 'mcpx.agent': agent, 'mcpx.log.level': level },
-      });
-      try {
-        await this.deps.logLevels.set(grant.id, level);
-        this.metrics.requests.add(1, { method: 'logging/setLevel', outcome: 'ok' });
-        return {};
-      } finally {
-        span.end();
-      }
-    });
+    registerSetLevel(server, grant, this.deps.tracer, this.deps.logLevels, (m, o) => this.counted(m, o));
     // A 2025 client's cancel of a call that another request (instance) serves.
     server.setNotificationHandler('notifications/cancelled', (notification) => {
       this.calls.cancelled(grant, (notification.params as { requestId?: unknown } | undefined)?.requestId);
@@ -367,7 +315,11 @@ export class AgentServers {
     const caps = server.getClientCapabilities() ?? {};
     const meta = ctx.mcpReq._meta ?? params._meta;
     const progressToken = progressTokenOf(meta);
-    const logLevel = await this.logLevelOf(grant, (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope);
+    const logLevel = await logLevelOf(
+      this.deps.logLevels,
+      grant,
+      (ctx.mcpReq as { envelope?: Record<string, unknown> }).envelope,
+    );
     // On a per-server face the tool is named by its server: the call is that of its document.
     let name = params.name;
     if (face !== undefined) {
@@ -407,23 +359,7 @@ export class AgentServers {
         signal: ctx.mcpReq.signal,
         path: 'sdk',
         ...(task !== undefined ? { task } : {}),
-        // The server's progress, under the client's own token, on this request's response stream.
-        ...(progressToken !== undefined
-          ? {
-              progress: (p: CallProgress) =>
-                void ctx.mcpReq
-                  .notify({ method: 'notifications/progress', params: { progressToken, ...p } })
-                  .catch(() => undefined),
-            }
-          : {}),
-        // The server's log messages at the client's level, on the same stream.
-        ...(logLevel !== undefined
-          ? {
-              logLevel,
-              log: (l: CallLog) =>
-                void ctx.mcpReq.notify({ method: 'notifications/message', params: { ...l } }).catch(() => undefined),
-            }
-          : {}),
+        ...callStreams(ctx, progressToken, logLevel),
       });
     const first = answers as Record<string, unknown> | undefined;
     return withFirstAnswers(send, first, mcpReq.requestState?.(), meta, this.metrics.firstAnswers);

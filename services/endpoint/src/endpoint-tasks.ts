@@ -206,14 +206,37 @@ export class EndpointTasks {
     return view;
   }
 
+  /**
+   * The task of `id` when the token made it (on a per-server face, of that server), else
+   * undefined: what a listen's `taskIds` may name (task-listen.ts).
+   */
+  async owned(grant: TokenGrant, id: string, face: string | undefined): Promise<TaskView | undefined> {
+    try {
+      const view = await this.own(grant, id);
+      return face === undefined || view.server === face ? view : undefined;
+    } catch (err) {
+      if (err instanceof ProtocolError) return undefined;
+      throw err;
+    }
+  }
+
   private async get(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
-    const task = wireTask(view, era);
+    return era === 'legacy' ? wireTask(view, era) : await this.detailed(grant, view);
+  }
+
+  /**
+   * A task as a 2026-07-28 `tasks/get` shows it (SEP-2663's DetailedTask): its questions of this
+   * client when it asks any, the result or the error inline once it ended. Also the params of a
+   * `notifications/tasks` on a listen (task-listen.ts).
+   */
+  async detailed(grant: TokenGrant, view: TaskView): Promise<Record<string, unknown>> {
+    const task = wireTask(view, 'modern');
     // A 2026-07-28 client that asked for the task is asked its questions here (a 2025 one's go to the owner).
-    const asking = era === 'modern' ? await this.asking(grant, view) : undefined;
+    const asking = await this.asking(grant, view);
     if (asking !== undefined)
       return { ...task, status: 'input_required', statusMessage: ASKING_CLIENT, inputRequests: asking.inputRequests };
-    if (era === 'legacy' || !isFinalTaskState(view.state) || view.state === 'cancelled') return task;
+    if (!isFinalTaskState(view.state) || view.state === 'cancelled') return task;
     // 2026-07-28: a completed task carries its result, a failed one its error, inline.
     if (view.state === 'completed') return { ...task, result: await this.outcome(grant, view) };
     return {

@@ -108,6 +108,7 @@ function serveParts(
   const servers = new AgentServers({
     logLevels: p.logLevels,
     legacySubscriptions: p.legacySubscriptions,
+    taskStatus,
     approvals: userApprovals({ config, redis: p.redis, nc: runtime.nc, subjects, log }),
     toolSets,
     proxy: runtime.client,

@@ -20,19 +20,25 @@ export class FaceHandlers {
     private readonly max: number,
   ) {}
 
+  /**
+   * The face's handler, made on first use; `wrap` (task-listen.ts) may serve some of its requests
+   * beside the SDK's, and is closed with it.
+   */
   get(
     key: string,
     account: string,
     agent: string,
     server: (clientId: string | undefined) => Server,
     face?: string,
+    wrap?: (handler: McpHttpHandler) => McpHttpHandler,
   ): McpHttpHandler {
     const hit = this.entries.get(key);
     if (hit !== undefined) return hit.handler;
-    const handler = createMcpHandler(({ authInfo }) => server(authInfo?.clientId), {
+    const sdk = createMcpHandler(({ authInfo }) => server(authInfo?.clientId), {
       legacy: 'stateless',
       onerror: (err) => this.onError(err),
     });
+    const handler = wrap?.(sdk) ?? sdk;
     // A per-server face whose server the agent is no longer granted ends: its handler closes, and
     // with it every stream still open on it (a new request is refused at the door).
     const changed = (): void => {

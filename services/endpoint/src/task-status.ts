@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/transport-node';
 import { SpanKind, SpanStatusCode, type Counter, type Meter, type Tracer } from '@opentelemetry/api';
-import { ENDPOINT_RUN_PREFIX, decodeTaskEvent, type Subjects, type TaskView } from '@mcpx/contracts';
+import { ENDPOINT_RUN_PREFIX, decodeTaskEvent, type Subjects } from '@mcpx/contracts';
 import { TaskClient } from '@mcpx/proxy-client';
 import type { TokenGrant } from './agent-tokens.js';
 import type { StreamMessage } from './legacy-subscriptions.js';
@@ -39,8 +39,9 @@ interface Pending {
  * Bounded: one notification per task per {@link STATUS_COALESCE_MS} on a stream (changes between
  * coalesce to the latest), the same status twice is sent once, at most {@link STATUS_PENDING_MAX}
  * tasks pending. A span (`endpoint.tasks/status`) per notification read and sent or withheld,
- * counted in `mcpx_endpoint_task_notifications_total{outcome}` (`sent`, `coalesced`, `unchanged`,
- * `foreign`, `dropped`, `error`).
+ * counted in `mcpx_endpoint_task_notifications_total{outcome, dialect}` (`sent`, `coalesced`,
+ * `unchanged`, `foreign`, `dropped`, `error`, `closed`). The same relay, narrowed to the task ids a
+ * 2026-07-28 listen named, sends that dialect's `notifications/tasks` ({@link TaskStatusRelay.listen}).
  */
 export class TaskStatusRelay {
   private readonly counter: Counter;
@@ -50,28 +51,70 @@ export class TaskStatusRelay {
   constructor(private readonly deps: TaskStatusRelayDeps) {
     this.tasks = deps.tasks ?? new TaskClient(deps.nc, deps.subjects);
     this.counter = deps.meter.createCounter('mcpx_endpoint_task_notifications_total', {
-      description: "Task status notifications to the endpoint's 2025 clients, by outcome",
+      description: "Task status notifications to the endpoint's clients, by outcome and dialect (legacy, modern)",
     });
     this.coalesceMs = deps.coalesceMs ?? STATUS_COALESCE_MS;
   }
 
   /** Relays the token's task statuses to `send` (one GET stream of `face`) until the returned detach. */
   stream(grant: TokenGrant, face: string | undefined, send: (m: StreamMessage) => void): () => void {
+    /** Tasks known not to be this stream's (another token's, or another face's): never read again. */
+    const foreign = new Set<string>();
+    return this.relay(grant, {
+      dialect: 'legacy',
+      hears: (task) => !foreign.has(task),
+      render: async (task) => {
+        const view = await this.tasks.getTask(grant.account, task);
+        const mine =
+          view.run === `${ENDPOINT_RUN_PREFIX}${grant.id}` &&
+          view.agent === grant.agent &&
+          (face === undefined || view.server === face);
+        if (mine) return { method: 'notifications/tasks/status', params: wireTask(view, 'legacy') };
+        if (foreign.size >= REMEMBERED_MAX) foreign.clear();
+        foreign.add(task);
+        return undefined;
+      },
+      send,
+    });
+  }
+
+  /**
+   * Relays the tasks of `taskIds` (already checked to be the token's, task-listen.ts) to `send`
+   * as `render` shows each (2026-07-28 `notifications/tasks`), each one's current status first,
+   * until the returned detach. Events of any other task are not read.
+   */
+  listen(
+    grant: TokenGrant,
+    taskIds: readonly string[],
+    render: (task: string) => Promise<StreamMessage | undefined>,
+    send: (m: StreamMessage) => void,
+  ): () => void {
+    const ids = new Set(taskIds);
+    const relay = this.open(grant, { dialect: 'modern', hears: (task) => ids.has(task), render, send });
+    for (const id of ids) relay.hear(id);
+    return relay.detach;
+  }
+
+  private relay(grant: TokenGrant, target: RelayTarget): () => void {
+    return this.open(grant, target).detach;
+  }
+
+  /** One stream's relay: the account's task events it hears, coalesced per task, each read and rendered when it goes out. */
+  private open(grant: TokenGrant, target: RelayTarget): { hear: (task: string) => void; detach: () => void } {
     const sub = this.deps.nc.subscribe(this.deps.subjects.taskEventsOf(grant.account));
     const pending = new Map<string, Pending>();
     const lastSent = new Map<string, { at: number; key: string }>();
-    /** Tasks known not to be this stream's (another token's, or another face's): never read again. */
-    const foreign = new Set<string>();
     let open = true;
     const flush = (task: string): void => {
       pending.delete(task);
       if (!open) return;
-      void this.relayOne(grant, face, task, lastSent, foreign, send);
+      void this.relayOne(grant, task, target, lastSent, () => open);
     };
     const hear = (task: string): void => {
-      if (foreign.has(task)) return;
-      if (pending.has(task)) return void this.counter.add(1, { outcome: 'coalesced' });
-      if (pending.size >= STATUS_PENDING_MAX) return void this.counter.add(1, { outcome: 'dropped' });
+      if (!target.hears(task)) return;
+      const { dialect } = target;
+      if (pending.has(task)) return void this.counter.add(1, { outcome: 'coalesced', dialect });
+      if (pending.size >= STATUS_PENDING_MAX) return void this.counter.add(1, { outcome: 'dropped', dialect });
       const since = Date.now() - (lastSent.get(task)?.at ?? 0);
       const wait = Math.max(0, this.coalesceMs - since);
       pending.set(task, { timer: setTimeout(() => flush(task), wait) });
@@ -86,62 +129,73 @@ export class TaskStatusRelay {
         }
       }
     })();
-    return () => {
+    const detach = (): void => {
       if (!open) return;
       open = false;
       sub.unsubscribe();
       for (const p of pending.values()) clearTimeout(p.timer);
       pending.clear();
     };
+    return { hear, detach };
   }
 
-  /** Reads the task's row and sends it when it is this stream's and changed since the last one sent. */
+  /** Reads the task and sends it when it is the stream's and changed since the last one sent. */
   private async relayOne(
     grant: TokenGrant,
-    face: string | undefined,
     task: string,
+    target: RelayTarget,
     lastSent: Map<string, { at: number; key: string }>,
-    foreign: Set<string>,
-    send: (m: StreamMessage) => void,
+    isOpen: () => boolean,
   ): Promise<void> {
     const span = this.deps.tracer.startSpan('endpoint.tasks/status', {
       kind: SpanKind.PRODUCER,
-      attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent },
+      attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent, 'mcpx.task.dialect': target.dialect },
     });
     let outcome = 'sent';
     try {
-      let view: TaskView;
+      let note: StreamMessage | undefined;
       try {
-        view = await this.tasks.getTask(grant.account, task);
+        note = await target.render(task);
       } catch {
         outcome = 'error';
         span.setStatus({ code: SpanStatusCode.ERROR, message: 'task not readable' });
         return;
       }
-      const mine =
-        view.run === `${ENDPOINT_RUN_PREFIX}${grant.id}` &&
-        view.agent === grant.agent &&
-        (face === undefined || view.server === face);
-      if (!mine) {
-        if (foreign.size >= REMEMBERED_MAX) foreign.clear();
-        foreign.add(task);
+      if (note === undefined) {
         outcome = 'foreign';
         return;
       }
-      const params = wireTask(view, 'legacy');
-      const key = `${view.state}\u0000${typeof params.statusMessage === 'string' ? params.statusMessage : ''}`;
+      const params = note.params ?? {};
+      const asks = Object.keys((params.inputRequests as object | null | undefined) ?? {})
+        .sort()
+        .join(',');
+      const message = typeof params.statusMessage === 'string' ? params.statusMessage : '';
+      const key = `${String(params.status)}\u0000${message}\u0000${asks}`;
       if (lastSent.get(task)?.key === key) {
         outcome = 'unchanged';
+        return;
+      }
+      if (!isOpen()) {
+        outcome = 'closed';
         return;
       }
       if (lastSent.size >= REMEMBERED_MAX) lastSent.clear();
       lastSent.set(task, { at: Date.now(), key });
       span.setAttribute('mcpx.task.status', String(params.status));
-      send({ method: 'notifications/tasks/status', params });
+      target.send(note);
     } finally {
       span.setAttribute('mcpx.outcome', outcome);
       span.end();
-      this.counter.add(1, { outcome });
+      this.counter.add(1, { outcome, dialect: target.dialect });
     }
   }
+}
+
+/** What one stream relays: the tasks it may hear, how a task is shown on it (undefined: not its own), where it goes. */
+interface RelayTarget {
+  /** `legacy`: 2025 `notifications/tasks/status` on a GET stream; `modern`: 2026-07-28 `notifications/tasks` on a listen. */
+  dialect: 'legacy' | 'modern';
+  hears: (task: string) => boolean;
+  render: (task: string) => Promise<StreamMessage | undefined>;
+  send: (m: StreamMessage) => void;
 }
