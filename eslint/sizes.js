@@ -11,7 +11,6 @@ export const CEILINGS = {
   'services/endpoint/src/relayed.ts': { function: 230 },
   'services/proxy/src/call-service.ts': { function: 88 },
   'services/proxy/src/proxy.ts': { function: 187 },
-  'services/proxy/src/tasks/task-broker.ts': { lines: 514 },
 };
 
 /** ESLint config blocks: the floor for every source file, then each ceiling for its own file. */

@@ -1,7 +1,8 @@
 /**
  * `pnpm bench tasks`: brokered tasks at scale (docs/tasks.md). Three proxy processes on one
  * registry, projector, Postgres, Redis and NATS; a modern task server of the tests' own (SDK v2,
- * the 2026-07-28 tasks extension) in this process.
+ * the 2026-07-28 tasks extension) in a process of its own (`test/servers/tasks-upstream-main.ts`;
+ * the samples' server in another), counting the `tasks/get`s it answers.
  *
  * - 10,000 open tasks (`never-ends`, the server's poll interval 10 s) created through the proxies
  *   by runtime calls (each proxy polls the tasks it created, under its lease);
@@ -15,10 +16,12 @@
  *   the runtime hearing it ended (goal: within one poll interval + 100 ms).
  * `BENCH_QUICK=1`: 1,000 tasks, a shorter window.
  */
+import { fork, type ChildProcess } from 'node:child_process';
 import { availableParallelism, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
 import { TaskClient } from '@mcpx/proxy-client';
-import { startTasksUpstream } from '../../servers/tasks-upstream.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../../support/proxy-system.js';
+import { ROOT } from '../../support/system.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const OPEN_TASKS = Number(process.env.BENCH_TASKS ?? (QUICK ? 1_000 : 10_000));
@@ -62,19 +65,49 @@ function percentile(sorted: number[], p: number): number {
 const mb = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const print = (line: string): void => void process.stdout.write(`${line}\n`);
 
+/** A task server in a process of its own, asked over IPC what it saw. */
+interface ServerProcess {
+  url: string;
+  ask<T>(message: object, key: string): Promise<T>;
+  close(): Promise<void>;
+}
+
+async function forkServer(args: string[]): Promise<ServerProcess> {
+  const child: ChildProcess = fork(join(ROOT, 'test/servers/tasks-upstream-main.ts'), args, {
+    cwd: ROOT,
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('message', (m: { url: string }) => resolve(m.url));
+    child.once('exit', (code) => reject(new Error(`the task server exited (${code})`)));
+  });
+  return {
+    url,
+    ask: async <T>(message: object, key: string): Promise<T> =>
+      await new Promise<T>((resolve) => {
+        const on = (m: Record<string, unknown>): void => {
+          if (!(key in m)) return;
+          child.off('message', on);
+          resolve(m[key] as T);
+        };
+        child.on('message', on);
+        child.send(message);
+      }),
+    close: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((r) => child.once('exit', r));
+      child.disconnect();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
 async function main(): Promise<void> {
-  const gets = new Map<string, number[]>();
-  const ends = new Map<string, number>();
-  const load = await startTasksUpstream({
-    pollIntervalMs: LOAD_POLL_MS,
-    ttlMs: 3_600_000,
-    onGet: (id) => void (gets.get(id) ?? gets.set(id, []).get(id)!).push(Date.now()),
-  });
-  const samples = await startTasksUpstream({
-    pollIntervalMs: SAMPLE_POLL_MS,
-    durationMs: SAMPLE_DURATION_MS,
-    onCreated: (t) => void ends.set(t.format, t.endsAt),
-  });
+  const load = await forkServer(['--poll-ms', String(LOAD_POLL_MS), '--ttl-ms', '3600000']);
+  const samples = await forkServer(['--poll-ms', String(SAMPLE_POLL_MS), '--duration-ms', String(SAMPLE_DURATION_MS)]);
   const env = {
     LOG_LEVEL: 'warn',
     QUOTA_RUNNING_TASKS_PER_ACCOUNT: String(OPEN_TASKS * 2),
@@ -136,7 +169,7 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, LOAD_POLL_MS));
     const pollsAtStart = await Promise.all(procs.map(pollsOf));
     const windowStart = Date.now();
-    const sampleLatencies = await sampleLatency(system, tasks, ends);
+    const sampleLatencies = await sampleLatency(system, tasks, samples);
     const left = WINDOW_MS - (Date.now() - windowStart);
     if (left > 0) await new Promise((r) => setTimeout(r, left));
     const windowEnd = Date.now();
@@ -157,17 +190,11 @@ async function main(): Promise<void> {
       `all polls ${polls.reduce((a, b) => a + b, 0)} in the window, ${expected.toFixed(0)} expected at one per task per ${LOAD_POLL_MS / 1000} s (${((polls.reduce((a, b) => a + b, 0) / expected) * 100).toFixed(0)} %)`,
     );
 
-    let closest = Number.POSITIVE_INFINITY;
-    let tooClose = 0;
-    let inWindow = 0;
-    for (const times of gets.values()) {
-      for (let i = 1; i < times.length; i++) {
-        const gap = times[i]! - times[i - 1]!;
-        closest = Math.min(closest, gap);
-        if (gap < LOAD_POLL_MS * (1 - JITTER) - 50) tooClose++;
-      }
-      inWindow += times.filter((t) => t >= windowStart && t < windowEnd).length;
-    }
+    const { closest, tooClose, inWindow } = await load.ask<{
+      closest: number | null;
+      tooClose: number;
+      inWindow: number;
+    }>({ op: 'gets', from: windowStart, to: windowEnd, minGapMs: LOAD_POLL_MS * (1 - JITTER) - 50 }, 'gets');
     const perTaskPerInterval = inWindow / opened / ((windowEnd - windowStart) / LOAD_POLL_MS);
     print(
       `tasks/get per task: closest two ${closest} ms apart (interval ${LOAD_POLL_MS} ms, jitter ±10 %), ${tooClose} gaps under the interval less its jitter; ${perTaskPerInterval.toFixed(2)} per task per interval; goal at most one: ${tooClose === 0 && perTaskPerInterval <= 1.0 ? 'met' : 'NOT met'}`,
@@ -215,9 +242,10 @@ async function main(): Promise<void> {
 async function sampleLatency(
   system: ProxySystem,
   tasks: TaskClient,
-  ends: Map<string, number>,
+  server: ServerProcess,
 ): Promise<{ heard: number[]; result: number[]; missed: number }> {
   const out = { heard: [] as number[], result: [] as number[], missed: 0 };
+  const done: { format: string; heard: number; result: number }[] = [];
   let next = 0;
   await Promise.all(
     Array.from({ length: 3 }, async () => {
@@ -247,12 +275,17 @@ async function sampleLatency(
           continue;
         }
         await tasks.taskResult(system.account, id);
-        const done = ends.get(format)!;
-        out.heard.push((heard ?? Date.now()) - done);
-        out.result.push(Date.now() - done);
+        done.push({ format, heard: heard ?? Date.now(), result: Date.now() });
       }
     }),
   );
+  // When each was done upstream: the server's clock is this machine's.
+  const ends = new Map(await server.ask<[string, number][]>({ op: 'ends' }, 'ends'));
+  for (const d of done) {
+    const end = ends.get(d.format)!;
+    out.heard.push(d.heard - end);
+    out.result.push(d.result - end);
+  }
   return out;
 }
 

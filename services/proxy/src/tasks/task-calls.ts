@@ -126,7 +126,8 @@ export class TaskCalls {
       if (!outcome.ok) throw WireError.from(outcome.error);
       return outcome.result;
     }
-    const now = ended ?? (await this.deps.store.get(c.req.account, c.taskId)) ?? row;
+    // Not waited for (`taskWaitMs: 0`): the row as written is the task as it stands.
+    const now = ended ?? (c.remainingMs > 0 ? await this.deps.store.get(c.req.account, c.taskId) : null) ?? row;
     return handleResult(c.doc, now, c.taskId, Math.round(performance.now() - c.started));
   }
 

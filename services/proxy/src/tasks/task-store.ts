@@ -69,19 +69,34 @@ export function newTaskId(): string {
 
 const OPEN = [TaskStates.working, TaskStates.inputRequired];
 
+/** A claimed poll's start window: this share of its interval, within these bounds (ms). */
+const START_WINDOW = { share: 0.05, min: 100, max: 1_000 };
+
+/**
+ * The time a claimed poll has to send its `tasks/get` in, counted from just before its claim. The
+ * claim puts the task's next poll its jittered interval and this window later, so two polls of one
+ * task are never closer than the interval less its jitter (a poll that could not start in time is
+ * not sent).
+ */
+export function startWindowMs(pollIntervalMs: number): number {
+  return Math.min(Math.max(pollIntervalMs * START_WINDOW.share, START_WINDOW.min), START_WINDOW.max);
+}
+
 /**
  * The proxy's tasks (`proxy.tasks`): thin queries, every one naming its account or the lease
  * holder. The lease lives in the row: an instance claims due tasks with `FOR UPDATE SKIP LOCKED`
- * (two instances never claim one task), renews its own by claiming them again, and every write
+ * (two instances never claim one task), the claim itself moving the task's next poll on and holding
+ * the lease past it (the poller keeps its tasks while it keeps up; a dead one's lapse), and every write
  * of a poll's outcome is fenced by `lease_owner`, so an instance that lost its lease (it stalled
  * past it) cannot overwrite what the new holder found.
  */
 export class TaskStore {
   constructor(private readonly db: Db) {}
 
-  async create(t: NewTask): Promise<void> {
+  /** Writes a new task's row and answers it as written. Its lease holds until its first poll is due and `leaseMs` more. */
+  async create(t: NewTask): Promise<TaskRow> {
     const now = Date.now();
-    await this.db
+    return await this.db
       .insertInto('proxy.tasks')
       .values({
         id: t.id,
@@ -103,9 +118,10 @@ export class TaskStore {
         next_poll_at: new Date(now + t.pollIntervalMs),
         expires_at: new Date(now + t.ttlMs),
         lease_owner: t.owner,
-        lease_until: new Date(now + t.leaseMs),
+        lease_until: new Date(now + t.pollIntervalMs + t.leaseMs),
       })
-      .execute();
+      .returningAll()
+      .executeTakeFirstOrThrow();
   }
 
   /** Open tasks of the account (the running-tasks quota counts them). */
@@ -120,28 +136,54 @@ export class TaskStore {
   }
 
   /**
-   * Claims up to `limit` open tasks due for a poll whose lease is free, lapsed or already this
-   * instance's, and holds them for `leaseMs`. Returns the claimed rows.
+   * Claims up to `limit` open tasks due for a poll whose lease is this instance's, free or lapsed
+   * (this instance's own first: a task stays with its poller while it keeps up), in one statement.
+   * The claim sets the task's next poll (its interval, jittered ±10 %, plus its start window, the
+   * time the claimed poll has to start in: {@link startWindowMs}) and holds the lease until then and `leaseMs` more: no
+   * other instance can claim the task before its next poll is due, even if this one dies now.
    */
   async claimDue(owner: string, leaseMs: number, limit: number): Promise<TaskRow[]> {
+    const { share, min, max } = START_WINDOW;
     const result = await sql<TaskRow>`
-      UPDATE proxy.tasks SET lease_owner = ${owner}, lease_until = now() + make_interval(secs => ${leaseMs / 1000})
-      WHERE id IN (
-        SELECT id FROM proxy.tasks
+      WITH due AS (
+        SELECT id, poll_interval_ms * (0.9 + random() * 0.2)
+            + LEAST(GREATEST(poll_interval_ms * ${share}::float8, ${min}::float8), ${max}::float8) AS wait_ms
+        FROM proxy.tasks
         WHERE finished_at IS NULL AND next_poll_at <= now()
-          AND (lease_until IS NULL OR lease_until < now() OR lease_owner = ${owner})
-        ORDER BY next_poll_at
+          AND (lease_owner = ${owner} OR lease_until IS NULL OR lease_until < now())
+        ORDER BY lease_owner IS NOT DISTINCT FROM ${owner} DESC, next_poll_at
         LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED)
-      RETURNING *`.execute(this.db);
+        FOR UPDATE SKIP LOCKED),
+      slot AS (SELECT id, now() + make_interval(secs => wait_ms / 1000) AS at FROM due)
+      UPDATE proxy.tasks t SET lease_owner = ${owner}, next_poll_at = slot.at,
+        lease_until = slot.at + make_interval(secs => ${leaseMs / 1000})
+      FROM slot WHERE t.id = slot.id
+      RETURNING t.*`.execute(this.db);
     return result.rows;
   }
 
-  /** Renews this instance's lease on a task it works on (a long `tasks/result`); false when it is no longer its own. */
-  async renew(id: string, owner: string, leaseMs: number): Promise<boolean> {
-    const r = await sql`UPDATE proxy.tasks SET lease_until = now() + make_interval(secs => ${leaseMs / 1000})
-      WHERE id = ${id} AND lease_owner = ${owner} AND finished_at IS NULL`.execute(this.db);
-    return Number(r.numAffectedRows ?? 0) === 1;
+  /**
+   * The tick's polls that changed nothing, in one statement: each counted, and its next poll moved
+   * where given (a failed poll's backoff; a claimed poll that did not start in time: due again now,
+   * its lease `release`d for whichever instance claims first), its lease held until then and `leaseMs` more. Fenced by the lease holder. Returns how many were written.
+   */
+  async pollsDone(
+    owner: string,
+    leaseMs: number,
+    done: { id: string; next: Date | null; release?: boolean }[],
+  ): Promise<number> {
+    if (done.length === 0) return 0;
+    const ids = done.map((d) => d.id);
+    const nexts = done.map((d) => (d.next === null ? null : d.next.toISOString()));
+    const releases = done.map((d) => d.release === true);
+    const r = await sql`
+      UPDATE proxy.tasks t SET polls = t.polls + 1, updated_at = now(),
+        next_poll_at = COALESCE(v.next, t.next_poll_at),
+        lease_until = CASE WHEN v.release THEN now()
+          ELSE GREATEST(t.lease_until, COALESCE(v.next, t.next_poll_at) + make_interval(secs => ${leaseMs / 1000})) END
+      FROM unnest(${ids}::text[], ${nexts}::timestamptz[], ${releases}::boolean[]) AS v(id, next, release)
+      WHERE t.id = v.id AND t.lease_owner = ${owner} AND t.finished_at IS NULL`.execute(this.db);
+    return Number(r.numAffectedRows ?? 0);
   }
 
   /** Records a poll's outcome (still open) and when to poll next; false when the lease is no longer this instance's. */
@@ -154,6 +196,8 @@ export class TaskStore {
       pollIntervalMs: number;
       nextPollAt: Date;
       inputRequestId?: string | null;
+      /** The lease then holds until the next poll is due and this much more. */
+      leaseMs?: number;
     },
   ): Promise<boolean> {
     const r = await this.db
@@ -163,6 +207,7 @@ export class TaskStore {
         status_message: next.statusMessage,
         poll_interval_ms: next.pollIntervalMs,
         next_poll_at: next.nextPollAt,
+        ...(next.leaseMs !== undefined ? { lease_until: new Date(next.nextPollAt.getTime() + next.leaseMs) } : {}),
         updated_at: new Date(),
         polls: sql`polls + 1`,
         ...(next.inputRequestId !== undefined ? { input_request_id: next.inputRequestId } : {}),

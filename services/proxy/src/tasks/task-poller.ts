@@ -1,0 +1,267 @@
+import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import { TaskStates, type TaskState } from '@mcpx/contracts';
+import type { Logger } from '@mcpx/log';
+import { isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget } from '@mcpx/mcp-client';
+import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
+import { toWire } from '../wire-errors.js';
+import type { TaskEnds } from './task-ends.js';
+import { lostTask } from './task-outcome.js';
+import type { TaskQuestions } from './task-questions.js';
+import { startWindowMs, type TaskRow, type TaskStore } from './task-store.js';
+
+export interface TaskPollerSettings {
+  leaseMs: number;
+  pollMinMs: number;
+  pollMaxMs: number;
+}
+
+export interface TaskPollerDeps {
+  store: TaskStore;
+  instance: string;
+  settings: TaskPollerSettings;
+  target: (row: TaskRow) => Promise<TaskWireTarget>;
+  ends: TaskEnds;
+  questions: TaskQuestions | undefined;
+  /** A poll saw the task's state or status message change (written): its event. */
+  changed: (row: TaskRow, state: TaskState, statusMessage: string | null) => void;
+  onPolled?: (row: TaskRow) => void;
+  tracer: Tracer;
+  meter: Meter;
+  log: Logger;
+}
+
+/** How often the loop looks for due tasks (at once again while a claim comes back full). */
+const TICK_MS = 100;
+/** Polls under way at once at most; a tick claims only as many as are free. */
+const POLL_CONCURRENCY = 64;
+const GET_TIMEOUT_MS = 30_000;
+const DEFAULT_POLL_MS = 1_000;
+const SWEEP_MS = 2_000;
+
+/** A poll that changed nothing, or failed, or did not start in time: written with the tick's one statement. */
+interface Done {
+  id: string;
+  /** Where its next poll moves (a backoff; now, for a poll that never started); null: where the claim put it. */
+  next: Date | null;
+  /** Its lease let go (a poll that never started: an instance less loaded may take it). */
+  release?: boolean;
+}
+
+/**
+ * The poll loop (docs/tasks.md#the-broker). Each tick writes the polls that ended since the last one
+ * in one statement, then claims as many due tasks as it has free poll slots in one statement (the
+ * claim moves each task's next poll on and holds its lease past it) and starts their polls at once.
+ * A claimed poll whose `tasks/get` cannot start within its start window is not sent (the task is due
+ * again at once): so two polls of one task are never closer than its interval less its jitter,
+ * whichever instances make them.
+ */
+export class TaskPoller {
+  private timer: NodeJS.Timeout | undefined;
+  private ticking = false;
+  private again = false;
+  private lastSweep = 0;
+  private done: Done[] = [];
+  /** Consecutive failed polls per task (this instance's), for backoff. */
+  private readonly failures = new Map<string, number>();
+  readonly inflight = new Set<string>();
+  private readonly polls: Counter;
+  private readonly late: Counter;
+  private readonly claims: Histogram;
+  private readonly pollDuration: Histogram;
+
+  constructor(private readonly deps: TaskPollerDeps) {
+    this.polls = deps.meter.createCounter('mcpx_proxy_task_polls_total', {
+      description: 'tasks/get polls of brokered tasks, by outcome',
+    });
+    this.late = deps.meter.createCounter('mcpx_proxy_task_polls_late_total', {
+      description: 'Claimed polls not sent: they could not start within their start window (due again at once)',
+    });
+    this.claims = deps.meter.createHistogram('mcpx_proxy_task_claim_size', {
+      description: 'Tasks claimed by one tick (one statement)',
+    });
+    this.pollDuration = deps.meter.createHistogram('mcpx_proxy_task_poll_duration_ms', {
+      unit: 'ms',
+      description: 'One poll of a brokered task (tasks/get, and tasks/result when it ended)',
+    });
+  }
+
+  start(): void {
+    this.timer ??= setInterval(() => void this.tick(), TICK_MS);
+    this.timer.unref();
+  }
+
+  /** Stops claiming; polls under way finish (bounded) and their outcomes are written. Answers the tasks still being polled. */
+  async stop(): Promise<string[]> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    this.timer = undefined;
+    for (let i = 0; i < 50 && (this.inflight.size > 0 || this.ticking); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    await this.flush().catch(() => undefined);
+    return [...this.inflight];
+  }
+
+  forget(id: string): void {
+    this.failures.delete(id);
+  }
+
+  /** The loop's turn: the last polls' outcomes written, due tasks claimed and their polls started; now and then, expiry. */
+  async tick(): Promise<void> {
+    if (this.ticking) return;
+    this.ticking = true;
+    try {
+      if (Date.now() - this.lastSweep > SWEEP_MS) {
+        this.lastSweep = Date.now();
+        await this.deps.ends.expire();
+      }
+      await this.flush();
+      const free = POLL_CONCURRENCY - this.inflight.size;
+      if (free <= 0 || this.timer === undefined) return;
+      // Before the claim is sent: the claim's own time (the database's) is no earlier.
+      const claimedAt = Date.now();
+      const rows = await this.deps.store.claimDue(this.deps.instance, this.deps.settings.leaseMs, free);
+      this.claims.record(rows.length);
+      for (const row of rows) {
+        // Still polled from an earlier claim: that poll writes its outcome.
+        if (this.inflight.has(row.id)) continue;
+        this.inflight.add(row.id);
+        void this.poll(row, claimedAt).finally(() => this.inflight.delete(row.id));
+      }
+      this.again = rows.length === free;
+    } catch (err) {
+      // Postgres away: nothing is lost (the rows wait), polling resumes when it answers.
+      this.deps.log.warn('task polling could not claim tasks', { err: err as Error });
+    } finally {
+      this.ticking = false;
+    }
+    if (this.again && this.timer !== undefined) {
+      this.again = false;
+      setImmediate(() => void this.tick());
+    }
+  }
+
+  /** The tick's one write of the polls that changed nothing (kept for the next tick when Postgres is away). */
+  private async flush(): Promise<void> {
+    if (this.done.length === 0) return;
+    const batch = this.done;
+    this.done = [];
+    try {
+      await this.deps.store.pollsDone(this.deps.instance, this.deps.settings.leaseMs, batch);
+    } catch (err) {
+      this.done = batch.concat(this.done).slice(-100_000);
+      throw err;
+    }
+  }
+
+  /** One poll of a claimed task: `tasks/get`, and on its end the result, under a `proxy.task.poll` span. */
+  private async poll(row: TaskRow, claimedAt: number): Promise<void> {
+    const started = performance.now();
+    const span = this.deps.tracer.startSpan('proxy.task.poll', {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        'mcp.account': row.account_id,
+        'mcpx.task': row.id,
+        [McpAttributes.server]: row.server,
+        [McpAttributes.methodName]: 'tasks/get',
+        'mcpx.task.dialect': row.dialect,
+      },
+    });
+    let outcome = 'ok';
+    try {
+      const target = await this.deps.target(row);
+      if (Date.now() - claimedAt > startWindowMs(row.poll_interval_ms)) {
+        // Sent now, it could come closer to the next poll (of any instance) than the interval less its jitter.
+        outcome = 'late';
+        this.done.push({ id: row.id, next: new Date(), release: true });
+        return;
+      }
+      outcome = await this.get(row, target, claimedAt);
+      this.deps.onPolled?.(row);
+    } catch (err) {
+      outcome = await this.failed(row, err, claimedAt);
+    } finally {
+      span.setAttribute('mcpx.task.status', outcome);
+      endWithOutcome(span, outcome === 'error' || outcome === 'task_lost' ? outcome : undefined, outcome);
+      span.end();
+      if (outcome === 'late') this.late.add(1, { dialect: row.dialect });
+      else {
+        this.polls.add(1, { outcome, dialect: row.dialect });
+        this.pollDuration.record(performance.now() - started, { dialect: row.dialect });
+      }
+    }
+  }
+
+  private async get(row: TaskRow, target: TaskWireTarget, claimedAt: number): Promise<string> {
+    const era = row.dialect === '2026-07-28' ? 'modern' : 'legacy';
+    const task = upstreamTaskOf(
+      await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: this.getTimeoutMs }),
+      era,
+      'tasks/get',
+    );
+    this.failures.delete(row.id);
+    if (isTerminalStatus(task.status)) {
+      await this.deps.ends.ended(row, task, target, era);
+      return task.status;
+    }
+    const state = task.status as TaskState;
+    const message = task.statusMessage ?? null;
+    const interval = this.interval(task.pollIntervalMs ?? row.poll_interval_ms);
+    if (
+      state === row.state &&
+      message === row.status_message &&
+      interval === row.poll_interval_ms &&
+      state !== TaskStates.inputRequired
+    ) {
+      this.done.push({ id: row.id, next: null });
+      return task.status;
+    }
+    const ok = await this.deps.store.polled(row.id, this.deps.instance, {
+      state,
+      statusMessage: message,
+      pollIntervalMs: interval,
+      nextPollAt: new Date(claimedAt + startWindowMs(interval) + jitter(interval)),
+      leaseMs: this.deps.settings.leaseMs,
+    });
+    if (!ok) return task.status;
+    if (state !== row.state || message !== row.status_message) this.deps.changed(row, state, message);
+    // A question goes to the input-request path; one the connector cannot put to anyone ends the task.
+    const refusal = await this.deps.questions?.polled(row, task, target, era);
+    if (refusal !== undefined) await this.deps.ends.refused(row, refusal);
+    return task.status;
+  }
+
+  /** A poll that failed: the server forgot the task (it ends `failed`), or could not be reached (polled again later, backing off). */
+  private async failed(row: TaskRow, err: unknown, claimedAt: number): Promise<string> {
+    if (lostTask(err)) {
+      await this.deps.ends.lost(row);
+      return 'task_lost';
+    }
+    const n = (this.failures.get(row.id) ?? 0) + 1;
+    this.failures.set(row.id, n);
+    if (this.failures.size > 100_000) this.failures.delete(this.failures.keys().next().value as string);
+    const wait = Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs);
+    this.deps.log.warn('a task poll failed; polled again later', {
+      task: row.id,
+      server: row.server,
+      code: toWire(err).code,
+      attempt: n,
+    });
+    this.done.push({ id: row.id, next: new Date(claimedAt + startWindowMs(wait) + jitter(wait)) });
+    return 'error';
+  }
+
+  /** A poll's `tasks/get` ends within half the lease: the lease holds past the next poll's due time by a whole one. */
+  private get getTimeoutMs(): number {
+    return Math.max(1_000, Math.min(GET_TIMEOUT_MS, Math.floor(this.deps.settings.leaseMs / 2)));
+  }
+
+  /** A server's poll interval within the operator's bounds (absent: 1 s). */
+  interval(ms: number | undefined): number {
+    const { pollMinMs, pollMaxMs } = this.deps.settings;
+    return Math.min(Math.max(ms ?? DEFAULT_POLL_MS, pollMinMs), pollMaxMs);
+  }
+}
+
+/** ±10 %: tasks created together do not poll together forever (the claim jitters the same way). */
+function jitter(ms: number): number {
+  return Math.round(ms * (0.9 + Math.random() * 0.2));
+}
