@@ -4,7 +4,7 @@ import { makeSubjects } from '@mcpx/contracts';
 import { endpointReads } from '@mcpx/stored';
 import { createDb } from '@mcpx/db';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
-import { serviceTelemetry, startHealthServer, type Telemetry } from '@mcpx/telemetry';
+import { serviceTelemetry, startInternalServer, type Telemetry } from '@mcpx/telemetry';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { LogLevels } from './log-levels.js';
 import { AgentTokens } from './agent-tokens.js';
@@ -176,13 +176,7 @@ export async function startEndpoint(config: EndpointConfig, opts: EndpointOption
   });
   const refused = (reason: string): void => servers.refused(reason);
   const http = await listenPublic({ config, trusted, handler, lean, log, meter: telemetry.meter, refused });
-  const internal = await startHealthServer({
-    port: config.internalHttpPort,
-    host: config.internalHttpHost,
-    service: 'endpoint',
-    isReady: () => ready,
-    metricsHandler: telemetry.metricsHandler,
-  });
+  const internal = await startInternalServer('endpoint', config, telemetry, () => ready);
   ready = true;
   log.info('endpoint ready', {
     url: http.url,
