@@ -9,8 +9,7 @@ export const MAX_FUNCTION_LINES = 80;
 export const CEILINGS = {
   'cli/src/commands.ts': { lines: 430 },
   'services/endpoint/src/relayed.ts': { function: 230 },
-  'services/proxy/src/call-service.ts': { function: 88 },
-  'services/proxy/src/proxy.ts': { function: 187 },
+  'services/proxy/src/proxy.ts': { function: 152 },
 };
 
 /** ESLint config blocks: the floor for every source file, then each ceiling for its own file. */

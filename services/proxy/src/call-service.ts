@@ -60,46 +60,7 @@ export interface CallService {
 export async function startCallService(deps: CallServiceDeps): Promise<CallService> {
   const { handler, instance, log } = deps;
   const name = proxyServiceName(deps.subjects.prefix);
-  const respond = (msg: ServiceMsg, body: ProxyCallReply): void => {
-    try {
-      msg.respond(encodePayload(body));
-    } catch (err) {
-      // A reply too big for NATS' max payload: say so instead of leaving the caller to time out.
-      log.warn('reply failed', { err: err as Error });
-      const error = toWireError(err).toJSON();
-      msg.respond(
-        encodePayload({
-          ok: false,
-          instance,
-          error: { ...error, message: 'the result could not be sent' },
-        } satisfies ProxyCallReply),
-      );
-    }
-  };
-
-  // While other calls are being worked on, replies are sent together once the event loop's I/O
-  // callbacks of this turn have run (a setImmediate): the answers of calls that finished in the
-  // same turn then leave in one socket write. A write to the NATS server is the proxy's dearest
-  // syscall (it wakes the server), and under load many answers arrive per turn. The answer of
-  // the only call in progress leaves at once.
-  let queued: Array<{ msg: ServiceMsg; body: ProxyCallReply }> = [];
-  const send = (msg: ServiceMsg, body: ProxyCallReply): void => {
-    try {
-      respond(msg, body);
-    } catch (err) {
-      // Even the short error reply failed (the connection closed): the caller's request times out.
-      log.warn('reply failed', { err: err as Error });
-    }
-  };
-  const flush = (): void => {
-    const batch = queued;
-    queued = [];
-    for (const r of batch) send(r.msg, r.body);
-  };
-  const reply = (msg: ServiceMsg, body: ProxyCallReply): void => {
-    if (queued.length === 0 && handler.heldCount === 0) return send(msg, body);
-    if (queued.push({ msg, body }) === 1) setImmediate(flush);
-  };
+  const reply = replySender(instance, log, () => handler.heldCount);
 
   const onCall = (err: Error | null, msg: ServiceMsg): void => {
     if (err) return;
@@ -144,4 +105,53 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
     log,
   });
   return { name, stop: () => service.stop() };
+}
+
+/**
+ * How the call service answers. While other calls are being worked on, replies are sent together
+ * once the event loop's I/O callbacks of this turn have run (a setImmediate): the answers of calls
+ * that finished in the same turn then leave in one socket write. A write to the NATS server is the
+ * proxy's dearest syscall (it wakes the server), and under load many answers arrive per turn. The
+ * answer of the only call in progress (`held()` is 0) leaves at once.
+ */
+function replySender(
+  instance: string,
+  log: Logger,
+  held: () => number,
+): (msg: ServiceMsg, body: ProxyCallReply) => void {
+  const respond = (msg: ServiceMsg, body: ProxyCallReply): void => {
+    try {
+      msg.respond(encodePayload(body));
+    } catch (err) {
+      // A reply too big for NATS' max payload: say so instead of leaving the caller to time out.
+      log.warn('reply failed', { err: err as Error });
+      const error = toWireError(err).toJSON();
+      msg.respond(
+        encodePayload({
+          ok: false,
+          instance,
+          error: { ...error, message: 'the result could not be sent' },
+        } satisfies ProxyCallReply),
+      );
+    }
+  };
+
+  let queued: Array<{ msg: ServiceMsg; body: ProxyCallReply }> = [];
+  const send = (msg: ServiceMsg, body: ProxyCallReply): void => {
+    try {
+      respond(msg, body);
+    } catch (err) {
+      // Even the short error reply failed (the connection closed): the caller's request times out.
+      log.warn('reply failed', { err: err as Error });
+    }
+  };
+  const flush = (): void => {
+    const batch = queued;
+    queued = [];
+    for (const r of batch) send(r.msg, r.body);
+  };
+  return (msg: ServiceMsg, body: ProxyCallReply): void => {
+    if (queued.length === 0 && held() === 0) return send(msg, body);
+    if (queued.push({ msg, body }) === 1) setImmediate(flush);
+  };
 }

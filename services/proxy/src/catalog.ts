@@ -193,12 +193,14 @@ function withLevel(projected: ProjectedDocument, levels: ServerLevels): Document
 const MEMO_MAX = 100_000;
 
 /**
- * Loads by key: concurrent misses share one read, and the settled value is kept beside its
- * promise for synchronous reads (no await when warm). A failed read and a null (missing) one are
- * not kept. A load that an invalidation overtook does not store its (possibly stale) value.
+ * Loads by key: concurrent misses share one read, and the settled value is kept for synchronous
+ * reads (no await when warm). A failed read and a null (missing) one are not kept. A load that an
+ * invalidation overtook does not store its (possibly stale) value. The load's promise is let go
+ * once it settles: a promise keeps the async context it was made in (the first caller's trace
+ * context and span), which a kept entry must not pin for its life.
  */
 class Memo<T> {
-  private readonly slots = new Map<string, { promise: Promise<T | null>; value?: T }>();
+  private readonly slots = new Map<string, { promise: Promise<T | null> | undefined; value: T | undefined }>();
 
   now(key: string): T | undefined {
     return this.slots.get(key)?.value;
@@ -206,21 +208,25 @@ class Memo<T> {
 
   get(key: string, load: () => Promise<T | null>): Promise<T | null> {
     const hit = this.slots.get(key);
-    if (hit) return hit.promise;
-    const slot: { promise: Promise<T | null>; value?: T } = {
-      promise: load().then(
-        (v) => {
-          if (this.slots.get(key) !== slot) return v;
-          if (v === null) this.slots.delete(key);
-          else slot.value = v;
-          return v;
-        },
-        (err: unknown) => {
-          if (this.slots.get(key) === slot) this.slots.delete(key);
-          throw err;
-        },
-      ),
+    if (hit?.value !== undefined) return Promise.resolve(hit.value);
+    if (hit?.promise !== undefined) return hit.promise;
+    const slot: { promise: Promise<T | null> | undefined; value: T | undefined } = {
+      promise: undefined,
+      value: undefined,
     };
+    slot.promise = load().then(
+      (v) => {
+        if (this.slots.get(key) !== slot) return v;
+        if (v === null) this.slots.delete(key);
+        else slot.value = v;
+        slot.promise = undefined;
+        return v;
+      },
+      (err: unknown) => {
+        if (this.slots.get(key) === slot) this.slots.delete(key);
+        throw err;
+      },
+    );
     this.slots.set(key, slot);
     if (this.slots.size > MEMO_MAX) this.slots.delete(this.slots.keys().next().value as string);
     return slot.promise;

@@ -155,46 +155,11 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   });
   relay.start();
   // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
-  const contexts = new UpstreamContexts({
-    connectTimeoutMs: 30_000,
-    fetch: tracingFetch(outboundFetch),
-    verdicts: new StoredEraVerdicts(reads),
-  });
-  const watches = new UpstreamWatches({
-    nc: bus.nc,
-    subjects: bus.subjects,
-    instance,
-    catalog,
-    contexts,
-    tracer: telemetry.tracer,
-    meter: telemetry.meter,
-    log,
-  });
+  const watches = upstreamWatches({ bus, instance, catalog, telemetry, log, outboundFetch, reads });
   watches.start();
   const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log, inputs });
   broker.start();
-  // Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
-  // bytes) and dropped, and nothing a handler throws reaches the connection.
-  const subs = [
-    bus.listen(
-      bus.subjects.proxyCancel,
-      payload(decodeProxyCancel),
-      (c) => handler.cancel(c.account, c.run, c.callId),
-      { what: 'cancel' },
-    ),
-    // Only the instance working on the call answers: silence means "not here".
-    bus.listen(
-      bus.subjects.proxyCallHeld,
-      payload(decodeProxyCancel),
-      (c, msg) => {
-        if (handler.holds(c.account, c.run, c.callId)) respond(msg, { instance });
-      },
-      { what: 'held check' },
-    ),
-    bus.listen(bus.subjects.runEndedAll, payload(decodeRunEnded), (e) => void pool.endRun(e.account, e.run), {
-      what: 'run-ended',
-    }),
-  ];
+  const subs = listenNotices(bus, handler, pool, instance);
   await bus.nc.flush();
   let ready = true;
   const health = await startProxyHttp(config, telemetry, stats, () => ready);
@@ -258,6 +223,68 @@ async function startActivity(
     flushMs: a.flushMs,
     retention: { days: a.retentionDays, maxCallsPerAccount: a.maxCallsPerAccount, everyMs: a.pruneMs },
   }).start();
+}
+
+/**
+ * Core-NATS notifications, decoded strictly: one that does not decode is logged (without its
+ * bytes) and dropped, and nothing a handler throws reaches the connection.
+ */
+function listenNotices(
+  bus: Awaited<ReturnType<typeof connectBus>>,
+  handler: CallHandler,
+  pool: ReturnType<typeof connectionPool>,
+  instance: string,
+): { unsubscribe(): void }[] {
+  return [
+    bus.listen(
+      bus.subjects.proxyCancel,
+      payload(decodeProxyCancel),
+      (c) => handler.cancel(c.account, c.run, c.callId),
+      { what: 'cancel' },
+    ),
+    // Only the instance working on the call answers: silence means "not here".
+    bus.listen(
+      bus.subjects.proxyCallHeld,
+      payload(decodeProxyCancel),
+      (c, msg) => {
+        if (handler.holds(c.account, c.run, c.callId)) respond(msg, { instance });
+      },
+      { what: 'held check' },
+    ),
+    bus.listen(bus.subjects.runEndedAll, payload(decodeRunEnded), (e) => void pool.endRun(e.account, e.run), {
+      what: 'run-ended',
+    }),
+  ];
+}
+
+/**
+ * The endpoint's upstream subscriptions, on connections of their own per auth context (not the
+ * runs' pooled ones), reaching each server with the era verdicts the registry stored.
+ */
+function upstreamWatches(d: {
+  bus: Awaited<ReturnType<typeof connectBus>>;
+  instance: string;
+  catalog: Catalog;
+  telemetry: Telemetry;
+  log: ReturnType<typeof createLogger>;
+  outboundFetch: ReturnType<typeof createOutboundFetch>;
+  reads: ReturnType<typeof proxyReads>;
+}): UpstreamWatches {
+  const contexts = new UpstreamContexts({
+    connectTimeoutMs: 30_000,
+    fetch: tracingFetch(d.outboundFetch),
+    verdicts: new StoredEraVerdicts(d.reads),
+  });
+  return new UpstreamWatches({
+    nc: d.bus.nc,
+    subjects: d.bus.subjects,
+    instance: d.instance,
+    catalog: d.catalog,
+    contexts,
+    tracer: d.telemetry.tracer,
+    meter: d.telemetry.meter,
+    log: d.log,
+  });
 }
 
 /**

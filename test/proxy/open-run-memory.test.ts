@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
+
+interface Collected {
+  runs: number;
+  connections: number;
+  heapUsed: number;
+  collected: boolean;
+}
+
+const RUNS = 2_000;
+
+/**
+ * What an open modern run costs a proxy: its live JS heap after a full collection (the process
+ * runs with --expose-gc; `/stats/collected` collects, then reads), before and after 2,000 runs
+ * that each made one call and were not ended. A run keeps a small record and shares the one
+ * connection; it must not pin its first call's trace context and span (it did: about 2.4 KiB a
+ * run, against about 0.4 KiB now).
+ */
+describe('an open modern run in a proxy process', () => {
+  let system: ProxySystem;
+  let upstream: TestMcpServer;
+  let proxy: ProxyProcess;
+  const collected = async (): Promise<Collected> =>
+    (await (await fetch(`${proxy.internalUrl}/stats/collected`)).json()) as Collected;
+
+  beforeAll(async () => {
+    [system, upstream] = await Promise.all([
+      ProxySystem.start({
+        proxies: 0,
+        env: { PROXY_MAX_CONCURRENCY_PER_SERVER: '0', PROXY_RATE_PER_SERVER: '0', LOG_LEVEL: 'warn' },
+      }),
+      startTestMcpServer({ era: 'modern' }),
+    ]);
+    proxy = await spawnProxyProcess(system, {}, ['--expose-gc']);
+    await system.setServer('demo', upstream.url);
+    await system.createAgent('agent', ['demo'], 1);
+  });
+
+  afterAll(async () => {
+    await proxy?.stop();
+    await system?.stop();
+    await upstream?.close();
+  });
+
+  it('holds well under 1 KiB of live heap, sharing one connection', async () => {
+    // Warm: every code path of a call has run (and its caches filled) before the first reading.
+    for (let i = 0; i < 200; i++) await system.call('agent', `warm-${i % 2}`, 'demo__echo', { text: 'w' });
+    const before = await collected();
+    expect(before.collected).toBe(true);
+    for (let i = 0; i < RUNS; i += 20) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, j) => system.call('agent', `open-${i + j}`, 'demo__echo', { text: 'x' })),
+      );
+    }
+    const after = await collected();
+    expect(after.runs).toBe(before.runs + RUNS);
+    expect(after.connections).toBe(1);
+    const perRun = (after.heapUsed - before.heapUsed) / RUNS;
+    expect(perRun, `${perRun.toFixed(0)} bytes of live heap per open run`).toBeLessThan(1024);
+  }, 120_000);
+});
