@@ -68,7 +68,7 @@ export async function tasksPart(): Promise<string> {
       '',
       `Run ${when}. **${summary}**.`,
       '',
-      '| scenario | direct | through the endpoint | why it fails through |',
+      '| scenario | direct | through the endpoint | why it fails through (the fixture fails it directly too where marked) |',
       '|---|---|---|---|',
       ...rows,
       '',

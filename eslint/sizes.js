@@ -12,7 +12,6 @@ export const CEILINGS = {
   'services/endpoint/src/endpoint.ts': { function: 126 },
   'services/endpoint/src/http.ts': { lines: 470 },
   'services/endpoint/src/lean-calls.ts': { lines: 503 },
-  'services/endpoint/src/relayed.ts': { function: 230 },
   'services/endpoint/src/tool-calls.ts': { lines: 473, function: 222 },
   'services/proxy/src/call-service.ts': { function: 88 },
   'services/proxy/src/connection-pool.ts': { lines: 455, function: 90 },
