@@ -1,5 +1,5 @@
 /**
- * `pnpm bench conformance [client|server]` (both by default): the official MCP conformance
+ * `pnpm bench conformance [client|server|tasks]` (all by default): the official MCP conformance
  * requirement sets of both revisions the connector speaks (`--requirements 2025-11-25` and
  * `--requirements 2026-07-28`, conformance pinned in the catalog).
  * - client: against `test/conformance/client-harness.ts`, which drives the project's own client
@@ -8,6 +8,7 @@
  *   (`test/servers/conformance-upstream-main.ts`, its own process) and through the agent endpoint
  *   to the same fixture (`test/conformance/server-legs.ts`). Prints each scenario, then
  *   `server <revision>: through the endpoint N/M (direct N/M)` and the face used.
+ * - tasks: the tasks scenarios (SEP-2663) directly and through the per-server face (./conformance-tasks.ts).
  * Rewrites its part of the `## Conformance` section of BENCHMARKS.md. The gates in `npm test` are
  * `test/conformance/conformance.test.ts` and `server-conformance.test.ts` (the same runs against
  * the checked-in baselines).
@@ -33,6 +34,7 @@ import {
   type Face,
   type ServerLegRun,
 } from '../test/conformance/server-legs.js';
+import { tasksPart } from './conformance-tasks.js';
 
 function table(run: ConformanceRun): string[] {
   const reasons = baselineReasons(run.revision);
@@ -212,7 +214,7 @@ function block(section: string, part: string): string | undefined {
 }
 
 /** Rewrites one part of `## Conformance`, keeping the other (an unmarked old section is the client part). */
-function record(part: 'client' | 'server', body: string): void {
+function record(part: 'client' | 'server' | 'tasks', body: string): void {
   const file = join(ROOT, 'BENCHMARKS.md');
   const current = readFileSync(file, 'utf8');
   const start = current.indexOf('\n## Conformance\n');
@@ -226,9 +228,10 @@ function record(part: 'client' | 'server', body: string): void {
       block(section, 'client') ??
       (legacyClient ? `${marker('client')}\n${legacyClient}\n${marker('client', true)}` : ''),
     server: block(section, 'server') ?? '',
+    tasks: block(section, 'tasks') ?? '',
   };
   parts[part] = `${marker(part)}\n${body}\n${marker(part, true)}`;
-  const next = `${['## Conformance', parts.client, parts.server].filter((x) => x !== '').join('\n\n')}\n`;
+  const next = `${['## Conformance', parts.client, parts.server, parts.tasks].filter((x) => x !== '').join('\n\n')}\n`;
   if (start === -1) writeFileSync(file, `${current.replace(/\n*$/, '\n')}\n${next}`);
   else writeFileSync(file, `${current.slice(0, start + 1)}${next}${after === -1 ? '' : current.slice(after)}`);
   process.stdout.write(`recorded in BENCHMARKS.md (## Conformance, ${part})\n`);
@@ -236,10 +239,11 @@ function record(part: 'client' | 'server', body: string): void {
 
 async function main(): Promise<void> {
   const only = process.argv[2];
-  if (only !== undefined && only !== 'client' && only !== 'server')
-    throw new Error(`usage: pnpm bench conformance [client|server], got ${only}`);
-  if (only !== 'server') record('client', await clientPart());
-  if (only !== 'client') record('server', await serverPart());
+  if (only !== undefined && only !== 'client' && only !== 'server' && only !== 'tasks')
+    throw new Error(`usage: pnpm bench conformance [client|server|tasks], got ${only}`);
+  if (only === undefined || only === 'client') record('client', await clientPart());
+  if (only === undefined || only === 'server') record('server', await serverPart());
+  if (only === undefined || only === 'tasks') record('tasks', await tasksPart());
 }
 
 main().catch((err: unknown) => {

@@ -169,7 +169,7 @@ describe('endpoint: task notifications on a 2026-07-28 listen', () => {
     }
   });
 
-  it('carries the SDK’s listen beside the tasks: the acknowledgement names both, the current status comes first', async () => {
+  it('carries the SDK’s listen beside the tasks: the acknowledgement names both, the task is heard to its end', async () => {
     const taskId = await createTask(tokenA);
     const listen = await rawListen(url, tokenA, { toolsListChanged: true, taskIds: [taskId] });
     try {

@@ -1,6 +1,6 @@
 import { withAppUri, type McpToolDocument } from '@mcpx/domain';
 import type { Tool } from '@modelcontextprotocol/server';
-import { wrapUri } from './relayed.js';
+import { wrapUri } from './faced-names.js';
 import { TASK_CAPABILITIES } from './task-wire.js';
 
 /** What every face's MCP server says of itself and of its tools: its name, capabilities, list hints, tools as listed. */

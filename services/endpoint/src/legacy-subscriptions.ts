@@ -1,7 +1,7 @@
 import { ErrorCodes, NoticeKinds, WireError } from '@mcpx/contracts';
 import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { wrapUri } from './relayed.js';
+import { wrapUri } from './faced-names.js';
 import { LIST_CHANGED, SubscriptionRefusal, type FacedResource, type Subscriptions } from './subscriptions.js';
 import type { HoldTarget } from './upstream-holds.js';
 

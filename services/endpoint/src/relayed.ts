@@ -6,6 +6,7 @@ import type { TokenGrant } from './agent-tokens.js';
 import type { ToolSets } from './tool-sets.js';
 import { foreignState, isInputState, stateRefusal } from './input-states.js';
 import { declaresForms, passOnInputRequired } from './tool-calls.js';
+import { decodeMergedCursor, encodeMergedCursor, unwrapName, unwrapUri, wrapUri } from './faced-names.js';
 
 /**
  * Resources, resource templates, prompts and completions of an agent's granted servers, relayed
@@ -28,60 +29,6 @@ export interface RelayedDeps {
   requests: Counter;
   /** The hints a list page carries when its server gives none (2026-07-28 requires them). */
   hints: { ttlMs: number; cacheScope: 'private' };
-}
-
-const WRAPPED_RE = /^(mcpx|ui):\/\/([A-Za-z0-9_.-]{1,64})\/(.*)$/s;
-
-/** The merged face's URI of a server's resource URI (or template). */
-export function wrapUri(server: string, uri: string, template = false): string {
-  const scheme = uri.toLowerCase().startsWith('ui://') ? 'ui' : 'mcpx';
-  let inner = encodeURIComponent(uri);
-  // A template's placeholders stay placeholders (a client expands them in place).
-  if (template) inner = inner.replace(/%7B/g, '{').replace(/%7D/g, '}');
-  return `${scheme}://${server}/${inner}`;
-}
-
-/** The server and its own URI of a merged face's URI; undefined when it is not one. */
-export function unwrapUri(wrapped: string): { server: string; uri: string } | undefined {
-  const m = WRAPPED_RE.exec(wrapped);
-  if (m === null) return undefined;
-  let uri: string;
-  try {
-    uri = decodeURIComponent(m[3] as string);
-  } catch {
-    return undefined;
-  }
-  // The scheme says which kind it wraps: a ui:// face URI wraps only a ui:// resource, and back.
-  if ((m[1] === 'ui') !== uri.toLowerCase().startsWith('ui://')) return undefined;
-  return { server: m[2] as string, uri };
-}
-
-/** The merged face's prompt name: `<server>__<prompt>`; split at the first `__`. */
-export function unwrapName(name: string): { server: string; name: string } | undefined {
-  const at = name.indexOf('__');
-  if (at <= 0 || at + 2 >= name.length) return undefined;
-  return { server: name.slice(0, at), name: name.slice(at + 2) };
-}
-
-/** A merged list's cursor: the server whose page comes next, and that server's own cursor. */
-function encodeMergedCursor(server: string, cursor: string | undefined): string {
-  return Buffer.from(JSON.stringify(cursor === undefined ? [server] : [server, cursor]), 'utf8').toString('base64url');
-}
-
-function decodeMergedCursor(cursor: string): { server: string; cursor?: string } {
-  try {
-    if (cursor.length > 2_048) throw new Error('long');
-    const v = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as unknown;
-    if (
-      Array.isArray(v) &&
-      typeof v[0] === 'string' &&
-      (v.length === 1 || (v.length === 2 && typeof v[1] === 'string'))
-    )
-      return { server: v[0], ...(v.length === 2 ? { cursor: v[1] as string } : {}) };
-  } catch {
-    // below
-  }
-  throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
 }
 
 /** A relay's failure as the MCP error a client expects: the server's own code when it gave one. */
@@ -158,21 +105,38 @@ const unknownName = (what: string, value: string): ProtocolError =>
  * or the merged face (`face` undefined).
  */
 export function registerRelayed(server: Server, grant: TokenGrant, face: string | undefined, deps: RelayedDeps): void {
-  const run = `ep-${grant.id}`;
+  const relayed = new RelayedFace(grant, face, deps);
+  if (face !== undefined) registerPerServer(server, relayed, face);
+  else registerMerged(server, relayed);
+}
+
+/** One request's relays for a token on a face: each through the proxy as the token's run, traced and counted. */
+class RelayedFace {
+  private readonly run: string;
+
+  constructor(
+    private readonly grant: TokenGrant,
+    private readonly face: string | undefined,
+    readonly deps: RelayedDeps,
+  ) {
+    this.run = `ep-${grant.id}`;
+  }
+
   /** One relayed request: its span and its count, the proxy's failure as an MCP error. */
-  const relay = async (
+  async relay(
     target: string,
     method: RelayMethod,
     params: Record<string, unknown>,
     rounds?: InputRound,
-  ): Promise<Result> => {
+  ): Promise<Result> {
+    const { grant, deps } = this;
     const span = deps.tracer.startSpan(`endpoint.${method}`, {
       kind: SpanKind.SERVER,
       attributes: {
         'mcpx.account': grant.account,
         'mcpx.agent': grant.agent,
         'mcp.server': target,
-        'mcpx.face': face === undefined ? 'merged' : 'server',
+        'mcpx.face': this.face === undefined ? 'merged' : 'server',
       },
     });
     let outcome = 'ok';
@@ -180,7 +144,7 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
       return await deps.proxy.relay({
         account: grant.account,
         agent: grant.agent,
-        run,
+        run: this.run,
         server: target,
         method,
         params,
@@ -207,42 +171,44 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
       span.end();
       deps.requests.add(1, { method, outcome });
     }
-  };
+  }
+
   /** The servers the token's agent is granted now, sorted (the merged face's order). */
-  const granted = async (): Promise<string[]> => {
-    const set = await deps.toolSets.get(grant.account, grant.agent);
+  async granted(): Promise<string[]> {
+    const set = await this.deps.toolSets.get(this.grant.account, this.grant.agent);
     if (set === null) throw new ProtocolError(ProtocolErrorCode.InvalidRequest, 'the agent no longer exists');
     return [...set.granted].sort();
-  };
-  const withHints = (r: Result): Result => ({
-    ...r,
-    ttlMs: typeof r.ttlMs === 'number' ? r.ttlMs : deps.hints.ttlMs,
-    cacheScope: r.cacheScope === 'public' || r.cacheScope === 'private' ? r.cacheScope : deps.hints.cacheScope,
-  });
-  const cursorOf = (params: unknown): string | undefined => {
-    const c = (params as { cursor?: unknown } | undefined)?.cursor;
-    return typeof c === 'string' ? c : undefined;
-  };
+  }
+
+  withHints(r: Result): Result {
+    const { hints } = this.deps;
+    return {
+      ...r,
+      ttlMs: typeof r.ttlMs === 'number' ? r.ttlMs : hints.ttlMs,
+      cacheScope: r.cacheScope === 'public' || r.cacheScope === 'private' ? r.cacheScope : hints.cacheScope,
+    };
+  }
 
   /** A merged list: one server's page at a time, in server order, the cursor naming where it goes on. */
-  const mergedList = async (
+  async mergedList(
     method: RelayMethod,
     key: string,
     rename: (server: string, item: Record<string, unknown>) => Record<string, unknown>,
     cursor: string | undefined,
-  ): Promise<Result> => {
-    const servers = await granted();
+  ): Promise<Result> {
+    const servers = await this.granted();
     const at = cursor === undefined ? { server: servers[0] } : decodeMergedCursor(cursor);
     let i = at.server === undefined ? servers.length : servers.indexOf(at.server);
     if (i < 0) throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
     let upstream = cursor === undefined ? undefined : (at as { cursor?: string }).cursor;
     const unavailable: string[] = [];
+    const missing = (): Result => (unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {});
     // Empty servers are passed over, so a page is empty only at the end.
     for (; i < servers.length; i++, upstream = undefined) {
       const s = servers[i] as string;
       let page: Result;
       try {
-        page = await relay(s, method, upstream === undefined ? {} : { cursor: upstream });
+        page = await this.relay(s, method, upstream === undefined ? {} : { cursor: upstream });
       } catch {
         unavailable.push(s);
         continue;
@@ -257,108 +223,115 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
       if (items.length === 0 && next !== undefined && typeof page.nextCursor !== 'string') continue;
       return {
         [key]: items.map((item) => rename(s, item)),
-        ...deps.hints,
+        ...this.deps.hints,
         ...(next !== undefined ? { nextCursor: next } : {}),
-        ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}),
+        ...missing(),
       };
     }
-    return {
-      [key]: [],
-      ...deps.hints,
-      ...(unavailable.length > 0 ? { _meta: { 'io.mcpx/unavailable': unavailable } } : {}),
-    };
-  };
-
-  /** A merged face's URI or name mapped back to a granted server's; unknown otherwise. */
-  const resourceOf = async (uri: string): Promise<{ server: string; uri: string }> => {
-    const back = unwrapUri(uri);
-    if (back === undefined || !(await granted()).includes(back.server)) throw unknownName('resource', uri);
-    return back;
-  };
-  const promptOf = async (name: string): Promise<{ server: string; name: string }> => {
-    const back = unwrapName(name);
-    if (back === undefined || !(await granted()).includes(back.server)) throw unknownName('prompt', name);
-    return back;
-  };
-  const wrapContents = (s: string, r: Result): Result =>
-    Array.isArray(r.contents)
-      ? {
-          ...r,
-          contents: (r.contents as Array<Record<string, unknown>>).map((c) =>
-            typeof c.uri === 'string' ? { ...c, uri: wrapUri(s, c.uri) } : c,
-          ),
-        }
-      : r;
-
-  if (face !== undefined) {
-    const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }, ctx?: RoundContext) => {
-      const {
-        _meta: _drop,
-        inputResponses: _answers,
-        requestState: _state,
-        ...params
-      } = (request.params ?? {}) as Record<string, unknown>;
-      let r: Result;
-      try {
-        r = await relay(face, method, params, INPUT_METHODS.has(method) ? inputRound(server, ctx) : undefined);
-      } catch (err) {
-        // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
-        if (
-          method === 'resources/read' &&
-          err instanceof ProtocolError &&
-          err.code === (ProtocolErrorCode.InvalidParams as number) &&
-          typeof params.uri === 'string'
-        ) {
-          throw new ProtocolError(err.code, err.message, {
-            ...(err.data as Record<string, unknown> | undefined),
-            uri: params.uri.slice(0, 2_048),
-          });
-        }
-        throw err;
-      }
-      return list ? withHints(r) : r;
-    };
-    server.setRequestHandler('resources/list', pass('resources/list', true) as never);
-    server.setRequestHandler('resources/templates/list', pass('resources/templates/list', true) as never);
-    server.setRequestHandler('resources/read', pass('resources/read', false) as never);
-    server.setRequestHandler('prompts/list', pass('prompts/list', true) as never);
-    server.setRequestHandler('prompts/get', pass('prompts/get', false) as never);
-    server.setRequestHandler('completion/complete', pass('completion/complete', false) as never);
-    return;
+    return { [key]: [], ...this.deps.hints, ...missing() };
   }
 
+  /** A merged face's URI mapped back to a granted server's; unknown otherwise. */
+  async resourceOf(uri: string): Promise<{ server: string; uri: string }> {
+    const back = unwrapUri(uri);
+    if (back === undefined || !(await this.granted()).includes(back.server)) throw unknownName('resource', uri);
+    return back;
+  }
+
+  /** A merged face's prompt name mapped back to a granted server's; unknown otherwise. */
+  async promptOf(name: string): Promise<{ server: string; name: string }> {
+    const back = unwrapName(name);
+    if (back === undefined || !(await this.granted()).includes(back.server)) throw unknownName('prompt', name);
+    return back;
+  }
+}
+
+const cursorOf = (params: unknown): string | undefined => {
+  const c = (params as { cursor?: unknown } | undefined)?.cursor;
+  return typeof c === 'string' ? c : undefined;
+};
+
+const wrapContents = (s: string, r: Result): Result =>
+  Array.isArray(r.contents)
+    ? {
+        ...r,
+        contents: (r.contents as Array<Record<string, unknown>>).map((c) =>
+          typeof c.uri === 'string' ? { ...c, uri: wrapUri(s, c.uri) } : c,
+        ),
+      }
+    : r;
+
+/** The per-server face: its server's resources, templates, prompts and completions under their own names. */
+function registerPerServer(server: Server, relayed: RelayedFace, face: string): void {
+  const pass = (method: RelayMethod, list: boolean) => async (request: { params?: unknown }, ctx?: RoundContext) => {
+    const {
+      _meta: _drop,
+      inputResponses: _answers,
+      requestState: _state,
+      ...params
+    } = (request.params ?? {}) as Record<string, unknown>;
+    let r: Result;
+    try {
+      r = await relayed.relay(face, method, params, INPUT_METHODS.has(method) ? inputRound(server, ctx) : undefined);
+    } catch (err) {
+      // A read's miss names its URI in `data.uri`, as MCP asks of a server (SEP-2164).
+      if (
+        method === 'resources/read' &&
+        err instanceof ProtocolError &&
+        err.code === (ProtocolErrorCode.InvalidParams as number) &&
+        typeof params.uri === 'string'
+      ) {
+        throw new ProtocolError(err.code, err.message, {
+          ...(err.data as Record<string, unknown> | undefined),
+          uri: params.uri.slice(0, 2_048),
+        });
+      }
+      throw err;
+    }
+    return list ? relayed.withHints(r) : r;
+  };
+  server.setRequestHandler('resources/list', pass('resources/list', true) as never);
+  server.setRequestHandler('resources/templates/list', pass('resources/templates/list', true) as never);
+  server.setRequestHandler('resources/read', pass('resources/read', false) as never);
+  server.setRequestHandler('prompts/list', pass('prompts/list', true) as never);
+  server.setRequestHandler('prompts/get', pass('prompts/get', false) as never);
+  server.setRequestHandler('completion/complete', pass('completion/complete', false) as never);
+}
+
+/** The merged face: every granted server's, prompts named `<server>__<prompt>`, URIs wrapped. */
+function registerMerged(server: Server, relayed: RelayedFace): void {
   server.setRequestHandler('prompts/list', (async (request: { params?: unknown }) =>
-    mergedList(
+    relayed.mergedList(
       'prompts/list',
       'prompts',
       (s, p) => ({ ...p, name: `${s}__${String(p.name)}` }),
       cursorOf(request.params),
     )) as never);
   server.setRequestHandler('resources/list', (async (request: { params?: unknown }) =>
-    mergedList(
+    relayed.mergedList(
       'resources/list',
       'resources',
       (s, r) => ({ ...r, uri: wrapUri(s, String(r.uri)) }),
       cursorOf(request.params),
     )) as never);
   server.setRequestHandler('resources/templates/list', (async (request: { params?: unknown }) =>
-    mergedList(
+    relayed.mergedList(
       'resources/templates/list',
       'resourceTemplates',
       (s, t) => ({ ...t, uriTemplate: wrapUri(s, String(t.uriTemplate), true) }),
       cursorOf(request.params),
     )) as never);
   server.setRequestHandler('resources/read', (async (request: { params: { uri: string } }, ctx?: RoundContext) => {
-    const back = await resourceOf(request.params.uri);
-    const r = await relay(back.server, 'resources/read', { uri: back.uri }, inputRound(server, ctx));
+    const back = await relayed.resourceOf(request.params.uri);
+    const r = await relayed.relay(back.server, 'resources/read', { uri: back.uri }, inputRound(server, ctx));
     return r.resultType === 'input_required' ? r : wrapContents(back.server, r);
   }) as never);
   server.setRequestHandler('prompts/get', (async (
     request: { params: { name: string; arguments?: Record<string, string> } },
     ctx?: RoundContext,
   ) => {
-    const back = await promptOf(request.params.name);
-    return await relay(
+    const back = await relayed.promptOf(request.params.name);
+    return await relayed.relay(
       back.server,
       'prompts/get',
       { name: back.name, ...(request.params.arguments !== undefined ? { arguments: request.params.arguments } : {}) },
@@ -372,15 +345,15 @@ export function registerRelayed(server: Server, grant: TokenGrant, face: string 
     let target: string;
     let own: Record<string, unknown>;
     if (ref.type === 'ref/prompt') {
-      const back = await promptOf(String(ref.name));
+      const back = await relayed.promptOf(String(ref.name));
       target = back.server;
       own = { type: 'ref/prompt', name: back.name };
     } else {
-      const back = await resourceOf(String(ref.uri).replace(/\{/g, '%7B').replace(/\}/g, '%7D'));
+      const back = await relayed.resourceOf(String(ref.uri).replace(/\{/g, '%7B').replace(/\}/g, '%7D'));
       target = back.server;
       own = { type: 'ref/resource', uri: back.uri };
     }
-    return await relay(target, 'completion/complete', {
+    return await relayed.relay(target, 'completion/complete', {
       ref: own,
       argument,
       ...(context !== undefined ? { context } : {}),

@@ -1,7 +1,7 @@
 import { NoticeKinds, WatchKinds, WireError, resourceUriFault, type UpstreamNotice } from '@mcpx/contracts';
 import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import type { TokenGrant } from './agent-tokens.js';
-import { unwrapUri, wrapUri } from './relayed.js';
+import { unwrapUri, wrapUri } from './faced-names.js';
 import type { ToolSets } from './tool-sets.js';
 import type { HoldTarget, UpstreamHolds } from './upstream-holds.js';
 
