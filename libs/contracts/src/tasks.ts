@@ -80,6 +80,8 @@ export interface TaskView {
   updatedAt: string;
   expiresAt: string;
   finishedAt?: string;
+  /** The proxy instance that polls an open task (its lease holder), as the instance names itself. */
+  poller?: string;
 }
 
 /** `mcp.proxy.tasks`' request: one operation on the account's tasks. */
@@ -198,6 +200,7 @@ export const taskViewValue: Rule<TaskView> = checkedMap({
   updatedAt: str,
   expiresAt: str,
   finishedAt: optional(str),
+  poller: optional(str),
 });
 
 /** Decodes `mcp.proxy.tasks`' reply envelope (the value is checked by the caller, per op). */

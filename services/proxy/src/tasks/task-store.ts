@@ -322,7 +322,7 @@ export function isOpen(row: TaskRow): boolean {
   return row.finished_at === null && (OPEN as string[]).includes(row.state);
 }
 
-/** A row as `mcp.proxy.tasks` shows it: never its result, session or auth context. */
+/** A row as `mcp.proxy.tasks` shows it: never its result, session or auth context; an open one's poller (the instance holding its lease). */
 export function taskView(row: TaskRow): TaskView {
   return {
     id: row.id,
@@ -342,6 +342,7 @@ export function taskView(row: TaskRow): TaskView {
     updatedAt: iso(row.updated_at),
     expiresAt: iso(row.expires_at),
     ...(row.finished_at !== null ? { finishedAt: iso(row.finished_at) } : {}),
+    ...(row.finished_at === null && row.lease_owner !== null ? { poller: row.lease_owner } : {}),
   };
 }
 
