@@ -118,8 +118,29 @@ function serviceBaseEnv(name: keyof typeof PORTS): Record<string, string | undef
 
 const log = (line: string): void => void process.stdout.write(`[start] ${line}\n`);
 const children: ChildProcess[] = [];
+/**
+ * `PROXY_INSTANCES` (1 to 8, default 1): proxy processes on one registry, projector and NATS, as
+ * a deployment runs them (the second on `PROXY_PORT` + 10, and so on). One that dies (`kill -9`)
+ * leaves the others serving, and another takes its tasks over (docs/tasks.md).
+ */
+const proxyInstances = Number(process.env.PROXY_INSTANCES || 1);
+const proxies: ChildProcess[] = [];
 
-function startService(name: keyof typeof PORTS): ChildProcess {
+/** Another proxy instance (the second and on): its own port and instance id. */
+function startProxy(n: number): ChildProcess {
+  const instance = n === 1 ? 'proxy-local' : `proxy-local-${n}`;
+  const child = startService('proxy', {
+    HTTP_PORT: String(PORTS.proxy + 10 * (n - 1)),
+    INSTANCE_ID: instance,
+    // Two proxies on one machine: the second's internal port is a free one.
+    ...(n > 1 ? { INTERNAL_HTTP_PORT: '0' } : {}),
+  });
+  proxies.push(child);
+  log(`proxy ${instance}: pid ${child.pid}`);
+  return child;
+}
+
+function startService(name: keyof typeof PORTS, overrides: Record<string, string> = {}): ChildProcess {
   const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
     cwd: root,
     env: {
@@ -129,6 +150,7 @@ function startService(name: keyof typeof PORTS): ChildProcess {
       ...endpointEnv(name),
       HTTP_PORT: String(PORTS[name]),
       INSTANCE_ID: `${name}-local`,
+      ...overrides,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -139,6 +161,14 @@ function startService(name: keyof typeof PORTS): ChildProcess {
   child.stdout?.on('data', prefix);
   child.stderr?.on('data', prefix);
   child.on('exit', (code) => {
+    if (
+      !stopping &&
+      name === 'proxy' &&
+      proxies.some((p) => p !== child && p.exitCode === null && p.signalCode === null)
+    ) {
+      log(`${overrides.INSTANCE_ID ?? name} exited (${code ?? child.signalCode}); the other proxy instances go on`);
+      return;
+    }
     if (!stopping) {
       log(`${name} exited (${code}); stopping everything`);
       void stop(1);
@@ -148,11 +178,11 @@ function startService(name: keyof typeof PORTS): ChildProcess {
   return child;
 }
 
-async function waitHealthy(name: keyof typeof PORTS, timeoutMs = 60_000): Promise<void> {
+async function waitHealthy(name: keyof typeof PORTS, timeoutMs = 60_000, port = PORTS[name]): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     try {
-      const res = await fetch(`http://127.0.0.1:${PORTS[name]}/healthz`);
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
       if (res.ok) return;
     } catch {
       // not up yet
@@ -216,8 +246,10 @@ try {
   startService('registry');
   startService('projector');
   await Promise.all([waitHealthy('registry'), waitHealthy('projector')]);
-  startService('proxy');
-  await waitHealthy('proxy');
+  if (!Number.isInteger(proxyInstances) || proxyInstances < 1 || proxyInstances > 8)
+    throw new Error('PROXY_INSTANCES must be a whole number from 1 to 8');
+  for (let n = 1; n <= proxyInstances; n++) startProxy(n);
+  for (let n = 1; n <= proxyInstances; n++) await waitHealthy('proxy', 60_000, PORTS.proxy + 10 * (n - 1));
   // The authorization server takes the role and grants the registry's migrations made; it starts beside the endpoint.
   startService('authorization-server');
   // The MCP endpoint reads the registry's tokens and the projector's sets, and calls through the proxy.

@@ -106,6 +106,7 @@ function taskText(t: TaskView, names: ReadonlyMap<string, string>): string {
     ...(t.error !== undefined ? [`  error ${t.error.code}: ${oneLine(t.error.message)}`] : []),
     ...(t.inputRequestId !== undefined ? [`  waiting for input: mcpx inputs answer ${t.inputRequestId} …`] : []),
     ...(t.resultReady ? [`  result ready: mcpx tasks result ${t.id}`] : []),
+    ...(t.poller !== undefined ? [`  polled by ${t.poller}`] : []),
   ].join('\n');
 }
 

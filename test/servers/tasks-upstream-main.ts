@@ -7,8 +7,8 @@
  *
  * It prints its URL (`tasks upstream at http://…/mcp`). Forked with an IPC channel (the bench), it
  * sends `{url}` once listening and answers `{op: 'gets', from, to, minGapMs}` (the `tasks/get`s it
- * saw per task: the closest two of one task, how many were closer than `minGapMs`, how many fell in
- * `[from, to)`) and `{op: 'ends'}` (when each task, by format, was done upstream).
+ * saw per task: the closest two of one task, how many were closer than `minGapMs` (and of those, how
+ * many ended in `[from, to)`), how many fell in `[from, to)`) and `{op: 'ends'}` (when each task, by format, was done upstream).
  */
 import { startTasksUpstream } from './tasks-upstream.js';
 
@@ -47,19 +47,28 @@ interface GetsQuery {
   minGapMs: number;
 }
 
-function report(q: GetsQuery): { tasks: number; closest: number | null; tooClose: number; inWindow: number } {
+function report(q: GetsQuery): {
+  tasks: number;
+  closest: number | null;
+  tooClose: number;
+  tooCloseInWindow: number;
+  inWindow: number;
+} {
   let closest = Number.POSITIVE_INFINITY;
   let tooClose = 0;
+  let tooCloseInWindow = 0;
   let inWindow = 0;
   for (const times of gets.values()) {
     for (let i = 1; i < times.length; i++) {
       const gap = times[i]! - times[i - 1]!;
       closest = Math.min(closest, gap);
-      if (gap < q.minGapMs) tooClose++;
+      if (gap >= q.minGapMs) continue;
+      tooClose++;
+      if (times[i]! >= q.from && times[i]! < q.to) tooCloseInWindow++;
     }
     for (const t of times) if (t >= q.from && t < q.to) inWindow++;
   }
-  return { tasks: gets.size, closest: Number.isFinite(closest) ? closest : null, tooClose, inWindow };
+  return { tasks: gets.size, closest: Number.isFinite(closest) ? closest : null, tooClose, tooCloseInWindow, inWindow };
 }
 
 if (counting) {

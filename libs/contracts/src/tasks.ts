@@ -172,6 +172,8 @@ const taskViewTable = {
   updatedAt: str,
   expiresAt: str,
   finishedAt: optional(str),
+  /** The proxy instance that polls an open task (its lease holder), as the instance names itself. */
+  poller: optional(str),
 };
 export type TaskView = Shaped<typeof taskViewTable>;
 /** A `TaskView`, checked in place. */

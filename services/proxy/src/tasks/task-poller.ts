@@ -7,7 +7,7 @@ import { toWire } from '../wire-errors.js';
 import type { TaskEnds } from './task-ends.js';
 import { lostTask } from './task-outcome.js';
 import type { TaskQuestions } from './task-questions.js';
-import { startWindowMs, type TaskRow, type TaskStore } from './task-store.js';
+import type { TaskRow, TaskStore } from './task-store.js';
 
 export interface TaskPollerSettings {
   leaseMs: number;
@@ -38,22 +38,21 @@ const GET_TIMEOUT_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
 
-/** A poll that changed nothing, or failed, or did not start in time: written with the tick's one statement. */
+/** A poll that changed nothing, or failed: written with the tick's one statement. */
 interface Done {
   id: string;
-  /** Where its next poll moves (a backoff; now, for a poll that never started); null: where the claim put it. */
-  next: Date | null;
-  /** Its lease let go (a poll that never started: an instance less loaded may take it). */
-  release?: boolean;
+  /** Its next poll: its interval (jittered) from the answer's time, or a failed poll's backoff. */
+  next: Date;
 }
 
 /**
- * The poll loop (docs/tasks.md#the-broker). Each tick writes the polls that ended since the last one
- * in one statement, then claims as many due tasks as it has free poll slots in one statement (the
- * claim moves each task's next poll on and holds its lease past it) and starts their polls at once.
- * A claimed poll whose `tasks/get` cannot start within its start window is not sent (the task is due
- * again at once): so two polls of one task are never closer than its interval less its jitter,
- * whichever instances make them.
+ * The poll loop (docs/tasks.md#the-broker). Each tick writes the polls answered since the last one
+ * in one statement, then claims as many due tasks as it has free poll slots in one statement and
+ * starts their polls at once. The claim puts each task's next poll past the interval and the
+ * longest a `tasks/get` may take (no instance polls it sooner, even if this one dies mid-request);
+ * the answer sets it again, its interval (jittered) from the time the answer came. A get reaches
+ * its server before its answer comes back, so two gets of one task are never closer than the
+ * interval less its jitter, whichever instances make them, however long a request queued.
  */
 export class TaskPoller {
   private timer: NodeJS.Timeout | undefined;
@@ -65,16 +64,12 @@ export class TaskPoller {
   private readonly failures = new Map<string, number>();
   readonly inflight = new Set<string>();
   private readonly polls: Counter;
-  private readonly late: Counter;
   private readonly claims: Histogram;
   private readonly pollDuration: Histogram;
 
   constructor(private readonly deps: TaskPollerDeps) {
     this.polls = deps.meter.createCounter('mcpx_proxy_task_polls_total', {
       description: 'tasks/get polls of brokered tasks, by outcome',
-    });
-    this.late = deps.meter.createCounter('mcpx_proxy_task_polls_late_total', {
-      description: 'Claimed polls not sent: they could not start within their start window (due again at once)',
     });
     this.claims = deps.meter.createHistogram('mcpx_proxy_task_claim_size', {
       description: 'Tasks claimed by one tick (one statement)',
@@ -116,15 +111,18 @@ export class TaskPoller {
       await this.flush();
       const free = POLL_CONCURRENCY - this.inflight.size;
       if (free <= 0 || this.timer === undefined) return;
-      // Before the claim is sent: the claim's own time (the database's) is no earlier.
-      const claimedAt = Date.now();
-      const rows = await this.deps.store.claimDue(this.deps.instance, this.deps.settings.leaseMs, free);
+      const rows = await this.deps.store.claimDue(
+        this.deps.instance,
+        this.deps.settings.leaseMs,
+        free,
+        this.getTimeoutMs,
+      );
       this.claims.record(rows.length);
       for (const row of rows) {
         // Still polled from an earlier claim: that poll writes its outcome.
         if (this.inflight.has(row.id)) continue;
         this.inflight.add(row.id);
-        void this.poll(row, claimedAt).finally(() => this.inflight.delete(row.id));
+        void this.poll(row).finally(() => this.inflight.delete(row.id));
       }
       this.again = rows.length === free;
     } catch (err) {
@@ -153,7 +151,7 @@ export class TaskPoller {
   }
 
   /** One poll of a claimed task: `tasks/get`, and on its end the result, under a `proxy.task.poll` span. */
-  private async poll(row: TaskRow, claimedAt: number): Promise<void> {
+  private async poll(row: TaskRow): Promise<void> {
     const started = performance.now();
     const span = this.deps.tracer.startSpan('proxy.task.poll', {
       kind: SpanKind.CLIENT,
@@ -168,35 +166,28 @@ export class TaskPoller {
     let outcome = 'ok';
     try {
       const target = await this.deps.target(row);
-      if (Date.now() - claimedAt > startWindowMs(row.poll_interval_ms)) {
-        // Sent now, it could come closer to the next poll (of any instance) than the interval less its jitter.
-        outcome = 'late';
-        this.done.push({ id: row.id, next: new Date(), release: true });
-        return;
-      }
-      outcome = await this.get(row, target, claimedAt);
+      outcome = await this.get(row, target);
       this.deps.onPolled?.(row);
     } catch (err) {
-      outcome = await this.failed(row, err, claimedAt);
+      outcome = await this.failed(row, err);
     } finally {
       span.setAttribute('mcpx.task.status', outcome);
       endWithOutcome(span, outcome === 'error' || outcome === 'task_lost' ? outcome : undefined, outcome);
       span.end();
-      if (outcome === 'late') this.late.add(1, { dialect: row.dialect });
-      else {
-        this.polls.add(1, { outcome, dialect: row.dialect });
-        this.pollDuration.record(performance.now() - started, { dialect: row.dialect });
-      }
+      this.polls.add(1, { outcome, dialect: row.dialect });
+      this.pollDuration.record(performance.now() - started, { dialect: row.dialect });
     }
   }
 
-  private async get(row: TaskRow, target: TaskWireTarget, claimedAt: number): Promise<string> {
+  private async get(row: TaskRow, target: TaskWireTarget): Promise<string> {
     const era = row.dialect === '2026-07-28' ? 'modern' : 'legacy';
     const task = upstreamTaskOf(
       await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: this.getTimeoutMs }),
       era,
       'tasks/get',
     );
+    // The server had the request by now: the next poll is counted from here.
+    const answered = Date.now();
     this.failures.delete(row.id);
     if (isTerminalStatus(task.status)) {
       await this.deps.ends.ended(row, task, target, era);
@@ -211,14 +202,14 @@ export class TaskPoller {
       interval === row.poll_interval_ms &&
       state !== TaskStates.inputRequired
     ) {
-      this.done.push({ id: row.id, next: null });
+      this.done.push({ id: row.id, next: new Date(answered + jitter(interval)) });
       return task.status;
     }
     const ok = await this.deps.store.polled(row.id, this.deps.instance, {
       state,
       statusMessage: message,
       pollIntervalMs: interval,
-      nextPollAt: new Date(claimedAt + startWindowMs(interval) + jitter(interval)),
+      nextPollAt: new Date(answered + jitter(interval)),
       leaseMs: this.deps.settings.leaseMs,
     });
     if (!ok) return task.status;
@@ -230,7 +221,7 @@ export class TaskPoller {
   }
 
   /** A poll that failed: the server forgot the task (it ends `failed`), or could not be reached (polled again later, backing off). */
-  private async failed(row: TaskRow, err: unknown, claimedAt: number): Promise<string> {
+  private async failed(row: TaskRow, err: unknown): Promise<string> {
     if (lostTask(err)) {
       await this.deps.ends.lost(row);
       return 'task_lost';
@@ -245,11 +236,11 @@ export class TaskPoller {
       code: toWire(err).code,
       attempt: n,
     });
-    this.done.push({ id: row.id, next: new Date(claimedAt + startWindowMs(wait) + jitter(wait)) });
+    this.done.push({ id: row.id, next: new Date(Date.now() + jitter(wait)) });
     return 'error';
   }
 
-  /** A poll's `tasks/get` ends within half the lease: the lease holds past the next poll's due time by a whole one. */
+  /** A poll's `tasks/get` ends within half the lease (the claim counts it in the task's next poll). */
   private get getTimeoutMs(): number {
     return Math.max(1_000, Math.min(GET_TIMEOUT_MS, Math.floor(this.deps.settings.leaseMs / 2)));
   }

@@ -69,19 +69,6 @@ export function newTaskId(): string {
 
 const OPEN = [TaskStates.working, TaskStates.inputRequired];
 
-/** A claimed poll's start window: this share of its interval, within these bounds (ms). */
-const START_WINDOW = { share: 0.05, min: 100, max: 1_000 };
-
-/**
- * The time a claimed poll has to send its `tasks/get` in, counted from just before its claim. The
- * claim puts the task's next poll its jittered interval and this window later, so two polls of one
- * task are never closer than the interval less its jitter (a poll that could not start in time is
- * not sent).
- */
-export function startWindowMs(pollIntervalMs: number): number {
-  return Math.min(Math.max(pollIntervalMs * START_WINDOW.share, START_WINDOW.min), START_WINDOW.max);
-}
-
 /**
  * The proxy's tasks (`proxy.tasks`): thin queries, every one naming its account or the lease
  * holder. The lease lives in the row: an instance claims due tasks with `FOR UPDATE SKIP LOCKED`
@@ -138,16 +125,15 @@ export class TaskStore {
   /**
    * Claims up to `limit` open tasks due for a poll whose lease is this instance's, free or lapsed
    * (this instance's own first: a task stays with its poller while it keeps up), in one statement.
-   * The claim sets the task's next poll (its interval, jittered ±10 %, plus its start window, the
-   * time the claimed poll has to start in: {@link startWindowMs}) and holds the lease until then and `leaseMs` more: no
-   * other instance can claim the task before its next poll is due, even if this one dies now.
+   * The claim puts the task's next poll its interval (jittered ±10 %) and `flightMs` (the longest
+   * its `tasks/get` may take) away, and holds the lease until then and `leaseMs` more: no other
+   * instance polls the task sooner, even if this one dies with its request in flight. The poll,
+   * once answered, sets the next one from its answer's time.
    */
-  async claimDue(owner: string, leaseMs: number, limit: number): Promise<TaskRow[]> {
-    const { share, min, max } = START_WINDOW;
+  async claimDue(owner: string, leaseMs: number, limit: number, flightMs: number): Promise<TaskRow[]> {
     const result = await sql<TaskRow>`
       WITH due AS (
-        SELECT id, poll_interval_ms * (0.9 + random() * 0.2)
-            + LEAST(GREATEST(poll_interval_ms * ${share}::float8, ${min}::float8), ${max}::float8) AS wait_ms
+        SELECT id, poll_interval_ms * (0.9 + random() * 0.2) + ${flightMs}::float8 AS wait_ms
         FROM proxy.tasks
         WHERE finished_at IS NULL AND next_poll_at <= now()
           AND (lease_owner = ${owner} OR lease_until IS NULL OR lease_until < now())
@@ -163,25 +149,19 @@ export class TaskStore {
   }
 
   /**
-   * The tick's polls that changed nothing, in one statement: each counted, and its next poll moved
-   * where given (a failed poll's backoff; a claimed poll that did not start in time: due again now,
-   * its lease `release`d for whichever instance claims first), its lease held until then and `leaseMs` more. Fenced by the lease holder. Returns how many were written.
+   * The tick's polls that changed nothing, in one statement: each counted, its next poll set (its
+   * interval from the answer's time; a failed poll's backoff), its lease held until then and
+   * `leaseMs` more. Fenced by the lease holder. Returns how many were written.
    */
-  async pollsDone(
-    owner: string,
-    leaseMs: number,
-    done: { id: string; next: Date | null; release?: boolean }[],
-  ): Promise<number> {
+  async pollsDone(owner: string, leaseMs: number, done: { id: string; next: Date }[]): Promise<number> {
     if (done.length === 0) return 0;
     const ids = done.map((d) => d.id);
-    const nexts = done.map((d) => (d.next === null ? null : d.next.toISOString()));
-    const releases = done.map((d) => d.release === true);
+    const nexts = done.map((d) => d.next.toISOString());
     const r = await sql`
       UPDATE proxy.tasks t SET polls = t.polls + 1, updated_at = now(),
-        next_poll_at = COALESCE(v.next, t.next_poll_at),
-        lease_until = CASE WHEN v.release THEN now()
-          ELSE GREATEST(t.lease_until, COALESCE(v.next, t.next_poll_at) + make_interval(secs => ${leaseMs / 1000})) END
-      FROM unnest(${ids}::text[], ${nexts}::timestamptz[], ${releases}::boolean[]) AS v(id, next, release)
+        next_poll_at = v.next,
+        lease_until = GREATEST(t.lease_until, v.next + make_interval(secs => ${leaseMs / 1000}))
+      FROM unnest(${ids}::text[], ${nexts}::timestamptz[]) AS v(id, next)
       WHERE t.id = v.id AND t.lease_owner = ${owner} AND t.finished_at IS NULL`.execute(this.db);
     return Number(r.numAffectedRows ?? 0);
   }
@@ -342,7 +322,7 @@ export function isOpen(row: TaskRow): boolean {
   return row.finished_at === null && (OPEN as string[]).includes(row.state);
 }
 
-/** A row as `mcp.proxy.tasks` shows it: never its result, session or auth context. */
+/** A row as `mcp.proxy.tasks` shows it: never its result, session or auth context; an open one's poller (the instance holding its lease). */
 export function taskView(row: TaskRow): TaskView {
   return {
     id: row.id,
@@ -362,6 +342,7 @@ export function taskView(row: TaskRow): TaskView {
     updatedAt: iso(row.updated_at),
     expiresAt: iso(row.expires_at),
     ...(row.finished_at !== null ? { finishedAt: iso(row.finished_at) } : {}),
+    ...(row.finished_at === null && row.lease_owner !== null ? { poller: row.lease_owner } : {}),
   };
 }
 
