@@ -4,6 +4,7 @@
 
 import { base64DecodedLength, blockFacts, describeFacts, isBase64, type BlockFacts } from './content-facts.js';
 import { wireSizeWithin } from './json-measure.js';
+import { nestsDeeper } from './nesting.js';
 import { carriesProtoKey } from './proto-key.js';
 import { IMAGE_MAX_BYTES, IMAGES_MAX_TOTAL_BYTES, TEXT_LIMIT_BYTES } from './result.js';
 import { isPlainObject } from './types.js';
@@ -93,18 +94,6 @@ export function serverMeta(meta: unknown, drop?: ReadonlySet<string>): Record<st
     ([key]) => !key.startsWith(CONNECTOR_META_PREFIX) && drop?.has(key) !== true,
   );
   return kept.length === 0 ? undefined : Object.fromEntries(kept);
-}
-
-/** Whether a value nests deeper than `max` levels (iterative; called on values already size-bounded). */
-function nestsDeeper(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth >= max) return true;
-    for (const item of Array.isArray(v) ? v : Object.values(v)) stack.push([item, depth + 1]);
-  }
-  return false;
 }
 
 /** Why `fields` (a block without its text or data) cannot go as sent, if it cannot. */

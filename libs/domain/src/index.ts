@@ -115,6 +115,7 @@ export type {
 export { ContractWarningCodes, LONG_DESCRIPTION_CHARS, contractWarnings, nameSkeleton } from './contract-warnings.js';
 export type { ContractWarning, ContractWarningCode, WarningContext } from './contract-warnings.js';
 export { carriesProtoKey } from './proto-key.js';
+export { nestsDeeper } from './nesting.js';
 export {
   LEGACY_UI_RESOURCE_URI_KEY,
   TOOL_META_MAX_BYTES,

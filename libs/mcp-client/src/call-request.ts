@@ -37,13 +37,7 @@ export function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signa
   const id = m.id;
   if (typeof id !== 'string' && typeof id !== 'number') return;
   const respond = (answer: { result: unknown } | { error: { code: number; message: string } }): void => {
-    const headers: Record<string, string> = {
-      ...target.headers,
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-session-id': target.sessionId,
-    };
-    if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
+    const headers = sessionHeaders(target);
     target
       .request(target.url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, ...answer }) })
       .then((res) => discard(res.body))
@@ -98,6 +92,13 @@ export function legacyRequest(
   params: CallToolRequest['params'],
   progressToken: string | undefined,
 ): { headers: Record<string, string>; body: string } {
+  const headers = sessionHeaders(target);
+  const sent = progressToken === undefined ? params : { ...params, _meta: { ...params._meta, progressToken } };
+  return { headers, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: sent }) };
+}
+
+/** The headers of a POST on a legacy session: the connection's own, the session, its negotiated version. */
+function sessionHeaders(target: LegacyTarget): Record<string, string> {
   const headers: Record<string, string> = {
     ...target.headers,
     'content-type': 'application/json',
@@ -105,8 +106,7 @@ export function legacyRequest(
     'mcp-session-id': target.sessionId,
   };
   if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
-  const sent = progressToken === undefined ? params : { ...params, _meta: { ...params._meta, progressToken } };
-  return { headers, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: sent }) };
+  return headers;
 }
 
 /** What a call declares: the connection's capabilities, the call's own on top (or instead), the tasks extension when it asks for a task. */

@@ -1,5 +1,5 @@
 import { SpanKind, SpanStatusCode, type Tracer } from '@opentelemetry/api';
-import { ErrorCodes, WireError, type CallProgress } from '@mcpx/contracts';
+import { ErrorCodes, WireError } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import {
   Server,
@@ -12,6 +12,7 @@ import type { TokenGrant } from './agent-tokens.js';
 import { FaceHandlers } from './face-handlers.js';
 import { errorResult } from './call-result.js';
 import { declaresForms, progressTokenOf } from './call-input.js';
+import { relayedProgress } from './call-notices.js';
 import type { ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 
@@ -376,14 +377,7 @@ export class CompactFaces {
         requestId: ctx.mcpReq.id,
         signal: ctx.mcpReq.signal,
         path: 'sdk',
-        ...(progressToken !== undefined
-          ? {
-              progress: (p: CallProgress) =>
-                void ctx.mcpReq
-                  .notify({ method: 'notifications/progress', params: { progressToken, ...p } })
-                  .catch(() => undefined),
-            }
-          : {}),
+        ...relayedProgress(ctx.mcpReq, progressToken),
       });
     });
     return server;

@@ -9,11 +9,9 @@ import {
   natsFailure,
   type ClientDeclared,
   type ForwardedAnswer,
-  type Subjects,
 } from '@mcpx/contracts';
-import type { Logger } from '@mcpx/log';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { Redis } from 'ioredis';
+import type { Subscription } from '@nats-io/transport-node';
+import type { SharedTokenStateDeps } from './shared-token-state.js';
 
 /** What a 2025 client of a token declared in its `initialize`: whether it answers forms, opens URL questions, and samples. */
 export interface Declared {
@@ -37,16 +35,8 @@ const MAX_REMEMBERED = 50_000;
 /** An answer forwarded between instances is at most this large (the lean path reads 256 KiB bodies). */
 const MAX_FORWARDED_BYTES = 300 * 1024;
 
-export interface LegacyClientsDeps {
-  nc: NatsConnection;
-  /** The stack's subjects: `endpointAnswer(<instance>)` and `endpointClientsDeclared` are these instances'. */
-  subjects: Subjects;
-  /** This instance's id as a subject token. */
-  instance: string;
-  redis: Redis;
-  redisPrefix: string;
-  log: Logger;
-}
+/** `endpointAnswer(<instance>)` and `endpointClientsDeclared` of the stack's subjects are these instances'. */
+export type LegacyClientsDeps = SharedTokenStateDeps;
 
 function isObject(v: unknown): v is Json {
   return v !== null && typeof v === 'object' && !Array.isArray(v);

@@ -1,23 +1,14 @@
 import { listen, notify, payload } from '@mcpx/bus';
-import { decodeClientLogLevel, isLogLevel, type ClientLogLevel, type LogLevel, type Subjects } from '@mcpx/contracts';
-import type { Logger } from '@mcpx/log';
-import type { NatsConnection, Subscription } from '@nats-io/transport-node';
-import type { Redis } from 'ioredis';
+import { decodeClientLogLevel, isLogLevel, type ClientLogLevel, type LogLevel } from '@mcpx/contracts';
+import type { Subscription } from '@nats-io/transport-node';
+import type { SharedTokenStateDeps } from './shared-token-state.js';
 
 /** A level set is kept this long in Redis after it was set. */
 const LEVEL_TTL_S = 24 * 60 * 60;
 /** Tokens whose levels an instance keeps in memory (the oldest forgotten past it, read again from Redis). */
 const MAX_REMEMBERED = 50_000;
 
-export interface LogLevelsDeps {
-  nc: NatsConnection;
-  subjects: Subjects;
-  /** This instance's id as a subject token. */
-  instance: string;
-  redis: Redis;
-  redisPrefix: string;
-  log: Logger;
-}
+export type LogLevelsDeps = SharedTokenStateDeps;
 
 /**
  * The log level each token's 2025 client set with `logging/setLevel` (docs/endpoint.md#logging).

@@ -9,7 +9,7 @@ import {
   type ProxyCallRequest,
   type Subjects,
 } from '@mcpx/contracts';
-import { carriesProtoKey, jsonSizeExceeds } from '@mcpx/domain';
+import { carriesProtoKey, jsonSizeExceeds, nestsDeeper } from '@mcpx/domain';
 
 /**
  * At most this many log messages per call and second reach the bus (docs/endpoint.md#logging),
@@ -131,15 +131,3 @@ function logValue(params: unknown): CallLog | undefined {
 
 /** Nesting of a message's `data` passed on (the bus's decoder holds a payload to far fewer levels than 8 KiB can nest). */
 const LOG_DATA_MAX_DEPTH = 32;
-
-/** Whether a value nests deeper than `max` levels (iterative; called on values already size-bounded). */
-function nestsDeeper(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth >= max) return true;
-    for (const item of Array.isArray(v) ? (v as unknown[]) : Object.values(v)) stack.push([item, depth + 1]);
-  }
-  return false;
-}

@@ -28,6 +28,7 @@ import type { Logger } from '@mcpx/log';
 import { McpClientError, McpClientErrorCode, type McpConnection } from '@mcpx/mcp-client';
 import { McpAttributes, extractTraceContext } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
+import { grantedServer } from './granted-server.js';
 import type { ConnectionPool } from './connection-pool.js';
 import type { InputGate } from './input-requests.js';
 import { relayWithInputs, type RelaySend } from './relay-inputs.js';
@@ -305,17 +306,7 @@ export class RelayRequests {
   }
 
   private async relay(req: RelayRequest, span: ReturnType<Tracer['startSpan']>): Promise<Record<string, unknown>> {
-    const { catalog } = this.deps;
-    const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
-    if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
-    // The grant itself, as for a call: never the projection.
-    if (!agent.grants.has(req.server))
-      throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, {
-        server: req.server,
-      });
-    let server = catalog.serverNow(req.account, req.server) ?? (await catalog.server(req.account, req.server));
-    if (server === null)
-      throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
+    let server = await grantedServer(this.deps.catalog, req);
     // What the caller declared it answers can change a prompt's or a read's result: it is part of the key.
     const key = `${req.account}\u0000${req.server}\u0000${credentialsDigest(server)}\u0000${req.method}\u0000${JSON.stringify(req.params)}\u0000${INPUT_METHODS.has(req.method) ? JSON.stringify(req.answers ?? {}) : ''}`;
     // A re-sent request's result is its client's answers': never taken from, nor kept in, the cache.

@@ -26,6 +26,7 @@ import {
 import type { Logger } from '@mcpx/log';
 import { McpAttributes, extractTraceContext } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
+import { grantedServer } from './granted-server.js';
 import { NoticeCoalescer } from './notice-coalescer.js';
 import type { UpstreamContexts } from './watch-contexts.js';
 import { type WatchContext } from './watch-contexts.js';
@@ -178,16 +179,7 @@ export class UpstreamWatches {
 
   /** Holds (or renews) `req.holder`'s lease on the upstream subscription, opening it when it is the first. */
   private async hold(req: WatchRequest): Promise<'live' | 'none'> {
-    const { catalog } = this.deps;
-    const agent = catalog.agentNow(req.account, req.agent) ?? (await catalog.agent(req.account, req.agent));
-    if (agent === null) throw new WireError(ErrorCodes.notFound, 'this account has no such agent', { field: 'agent' });
-    if (!agent.grants.has(req.server))
-      throw new WireError(ErrorCodes.notGranted, `the agent is not granted the ${req.server} MCP server`, {
-        server: req.server,
-      });
-    const server = catalog.serverNow(req.account, req.server) ?? (await catalog.server(req.account, req.server));
-    if (server === null)
-      throw new WireError(ErrorCodes.notFound, `no MCP server named ${req.server}`, { server: req.server });
+    const server = await grantedServer(this.deps.catalog, req);
     const ctxKey = `${req.account}\u0000${req.server}\u0000${authContextOf(server.url, server.headers)}`;
     const key = `${ctxKey}\u0000${req.kind}\u0000${req.uri ?? ''}`;
     let entry = this.entries.get(key);
