@@ -135,7 +135,10 @@ const heldCall = { id: str, agent: str, run: str, tool: str, server: str, remote
 const approvalViewTable = {
   ...heldCall,
   argsHash: str,
-  /** The call's arguments, when small enough to show (absent when they were too big). */
+  /**
+   * The call's arguments, when small enough to show (absent when they were too big): canonical, as
+   * kept for display (every object's keys sorted, in this order), so a client shows them as they come.
+   */
   arguments: optional(anything),
   status: oneOf('pending', 'approved', 'denied', 'used'),
   createdAt: str,
