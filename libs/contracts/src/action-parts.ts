@@ -1,6 +1,6 @@
 import { LIST_MAX, type ActionRole } from './action-components.js';
-import { redactedServer } from './action-views.js';
-import { changeCid, remoteTool, serverRef } from './action-fields.js';
+import { approvalView, redactedServer } from './action-views.js';
+import { approvalId, changeCid, remoteTool, serverRef } from './action-fields.js';
 import * as R from './field-rules.js';
 import type { ErrorCode } from './errors.js';
 import type { AgentToolsReply, ProviderToolSet } from './payloads.js';
@@ -109,3 +109,15 @@ export const searchAnswer = {
     }),
   ),
 };
+
+/** ApproveToolCall and DenyToolCall: the owner's decision on one approval. */
+export function approvalDecision(summary: string) {
+  const errors: readonly ErrorCode[] = ['not_found', 'conflict'];
+  return { summary, roles: OWNER, request: { approvalId }, response: { approval: approvalView }, errors };
+}
+
+/** AcceptToolChange and RejectToolChange: a reviewer's decision on one held change. */
+export function reviewDecision(summary: string) {
+  const errors: readonly ErrorCode[] = ['not_found', 'conflict'];
+  return { summary, roles: WRITERS, request: review, response: reviewed, errors };
+}
