@@ -21,3 +21,22 @@ export async function agentNames(env: CliEnv, key: KeyPair, ids: readonly string
   );
   return new Map(found.filter((f) => f !== undefined));
 }
+
+/**
+ * A list of waiting calls as a person reads it: `empty` when there are none, else `line` of each,
+ * its agent named (the names are looked up first, so the text is ready when it is printed).
+ */
+export async function waitingCallsText<T extends { agent: string }>(
+  env: CliEnv,
+  key: KeyPair,
+  items: readonly T[],
+  empty: string,
+  line: (item: T, names: ReadonlyMap<string, string>) => string,
+): Promise<() => string> {
+  const names = await agentNames(
+    env,
+    key,
+    items.map((i) => i.agent),
+  );
+  return () => (items.length === 0 ? empty : items.map((i) => line(i, names)).join('\n'));
+}

@@ -10,7 +10,7 @@ import {
 } from '@mcpx/contracts';
 import { UsageError, flag, flags, need, type ParsedArgs, type Print } from './args.js';
 import { act, readKey, type CliEnv } from './client.js';
-import { agentNames } from './agent-names.js';
+import { waitingCallsText } from './agent-names.js';
 
 /** One question as a person reads it: the message, then the fields of a form or the URL to open. */
 export function questionLines(q: InputRequestItem): string[] {
@@ -98,16 +98,7 @@ function acceptValues(args: ParsedArgs): string[] {
 export async function inputsList(env: CliEnv, _args: ParsedArgs, print: Print): Promise<void> {
   const key = await readKey(env.keyFile);
   const res = await act(env, key, 'ListInputRequests');
-  const names = await agentNames(
-    env,
-    key,
-    res.inputRequests.map((r) => r.agent),
-  );
-  print(res, () =>
-    res.inputRequests.length === 0
-      ? 'no calls are waiting for input'
-      : res.inputRequests.map((r) => inputLines(r, names)).join('\n'),
-  );
+  print(res, await waitingCallsText(env, key, res.inputRequests, 'no calls are waiting for input', inputLines));
 }
 
 /**

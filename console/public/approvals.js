@@ -6,20 +6,6 @@ import { $, el, run, say } from './ui.js';
 
 let approvals = [];
 
-/** JSON with every object's keys sorted, as the registry keeps the arguments for display. */
-function canonicalJson(value) {
-  const sort = (v) =>
-    Array.isArray(v)
-      ? v.map(sort)
-      : v !== null && typeof v === 'object'
-        ? Object.fromEntries(
-            Object.keys(v)
-              .sort()
-              .map((k) => [k, sort(v[k])]),
-          )
-        : v;
-  return JSON.stringify(sort(value), null, 2);
-}
 let expiryTimer = null;
 
 function agentName(id, agents) {
@@ -54,8 +40,9 @@ function approvalItem(a, agents) {
   const li = el('li', { className: 'approval' }, head);
   li.dataset.approval = a.id;
   if (a.arguments !== undefined) {
-    // The whole canonical arguments (keys sorted), never a cut: what is shown is what is approved.
-    li.append(el('pre', { className: 'arguments', textContent: canonicalJson(a.arguments) }));
+    // The whole arguments, never a cut: what is shown is what is approved. The registry answers them
+    // canonical, as kept for display (every object's keys sorted); they are shown in that order.
+    li.append(el('pre', { className: 'arguments', textContent: JSON.stringify(a.arguments, null, 2) }));
   } else {
     // Arguments too large to show cannot be approved (the registry refuses it too).
     approve.disabled = true;

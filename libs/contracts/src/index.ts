@@ -136,6 +136,7 @@ export type {
   LambdaToolReply,
   ApprovalRequestedEvent,
   ApprovalDecidedEvent,
+  WaitingCallNotice,
   DecidedApproval,
 } from './payloads.js';
 export {

@@ -4,6 +4,7 @@
  * restricted elicitation schema every answer is checked against (its checks: `./input-checks.ts`).
  * Pure and bounded.
  */
+import type { WaitingCallNotice } from './payloads.js';
 
 /** Who answers one embedded request: a person (the account's owner) or the agent's runtime. */
 export type InputAnswerer = 'person' | 'runtime';
@@ -38,32 +39,18 @@ export const InputStatuses = { pending: 'pending', answered: 'answered', used: '
 export type InputStatus = (typeof InputStatuses)[keyof typeof InputStatuses];
 
 /** Payload of `mcp.inputs.requested.<acct>`: a call stopped for input. */
-export interface InputRequestedEvent {
-  account: string;
+export interface InputRequestedEvent extends WaitingCallNotice {
   inputRequestId: string;
-  agent: string;
-  run: string;
-  tool: string;
-  server: string;
   /** Whether a person must answer something (false: the runtime answers it all). */
   forPerson: boolean;
-  /** ISO-8601. */
-  expiresAt: string;
 }
 
 /** Payload of `mcp.inputs.answered.<acct>`: a person answered every question of an input request. */
-export interface InputAnsweredEvent {
-  account: string;
+export interface InputAnsweredEvent extends WaitingCallNotice {
   inputRequestId: string;
-  agent: string;
-  run: string;
-  tool: string;
-  server: string;
   answeredBy: string;
   /** ISO-8601. */
   answeredAt: string;
-  /** ISO-8601: until when the call may be re-sent with it. */
-  expiresAt: string;
 }
 
 /** Input request ids: `inp_` and 128 random bits, base64url (a subject token and request field). */

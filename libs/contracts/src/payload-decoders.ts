@@ -184,8 +184,11 @@ export const decodeAgentToolsChangedEvent: (bytes: Uint8Array) => AgentToolsChan
   },
 );
 
+/** The fields every notice of a waiting call carries (`WaitingCallNotice`). */
+const waitingCall = { account: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
+
 /** The fields both approval notifications carry. */
-const approvalFields = { account: str, approvalId: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
+const approvalFields = { ...waitingCall, approvalId: str };
 
 /** `mcp.approvals.requested.<acct>`. */
 export const decodeApprovalRequestedEvent: (bytes: Uint8Array) => ApprovalRequestedEvent = payloadDecoder(
@@ -209,7 +212,7 @@ export const decodeApprovalDecidedEvent: (bytes: Uint8Array) => ApprovalDecidedE
 );
 
 /** The fields both input notifications carry. */
-const inputFields = { account: str, inputRequestId: str, agent: str, run: str, tool: str, server: str, expiresAt: str };
+const inputFields = { ...waitingCall, inputRequestId: str };
 
 /** `mcp.inputs.requested.<acct>`. */
 export const decodeInputRequestedEvent: (bytes: Uint8Array) => InputRequestedEvent = payloadDecoder('inputRequested', {

@@ -306,36 +306,33 @@ export interface LambdaToolReply {
   version: number;
 }
 
-/** Payload of `mcp.approvals.requested.<acct>`: an `always_ask` call waits for a human. */
-export interface ApprovalRequestedEvent {
+/** What every notice of a call waiting for someone names (an approval's, an input request's). */
+export interface WaitingCallNotice {
   account: string;
-  approvalId: string;
   agent: string;
   run: string;
   tool: string;
   server: string;
-  remoteName: string;
-  /** Hex sha-256 of the canonical (dag-cbor) encoding of the call's arguments. */
-  argsHash: string;
-  /** ISO-8601. */
+  /** ISO-8601: until when it waits (requested), or until when the call may be re-sent with it (decided, answered). */
   expiresAt: string;
 }
 
-/** Payload of `mcp.approvals.decided.<acct>`: an owner approved or denied a waiting call. */
-export interface ApprovalDecidedEvent {
-  account: string;
+/** Payload of `mcp.approvals.requested.<acct>`: an `always_ask` call waits for a human. */
+export interface ApprovalRequestedEvent extends WaitingCallNotice {
   approvalId: string;
-  agent: string;
-  run: string;
-  tool: string;
-  server: string;
+  remoteName: string;
+  /** Hex sha-256 of the canonical (dag-cbor) encoding of the call's arguments. */
+  argsHash: string;
+}
+
+/** Payload of `mcp.approvals.decided.<acct>`: an owner approved or denied a waiting call. */
+export interface ApprovalDecidedEvent extends WaitingCallNotice {
+  approvalId: string;
   decision: 'approved' | 'denied';
   /** The signer who decided. */
   decidedBy: string;
   /** ISO-8601. */
   decidedAt: string;
-  /** ISO-8601: until when an approved call may be re-sent. */
-  expiresAt: string;
 }
 
 /** What an approval's decided notice is made of (the approval store's record has these fields). */

@@ -7,22 +7,7 @@ import {
   type OpenAiTool,
 } from '@mcpx/domain';
 import { decodeRequest } from './payload-decoders.js';
-import {
-  anyMap,
-  anyStr,
-  anything,
-  bool,
-  checkedMap,
-  int,
-  jsonObject,
-  list,
-  num,
-  oneOf,
-  optional,
-  shape,
-  str,
-  type Rule,
-} from './field-rules.js';
+import * as R from './field-rules.js';
 import type {
   AgentToolsRequest,
   AgentToolsReply,
@@ -41,51 +26,55 @@ import type { ToolSearchReply } from './search.js';
  */
 
 /** `projector.agent-tools.get`'s request (the handler checks the ids' grammar and the names' bounds). */
-const agentToolsRequest: Rule<AgentToolsRequest> = shape({
-  account: str,
-  agent: str,
-  requested: optional(list(anyStr)),
+const agentToolsRequest: R.Rule<AgentToolsRequest> = R.shape({
+  account: R.str,
+  agent: R.str,
+  requested: R.optional(R.list(R.anyStr)),
 });
 
 /** `projector.lambda.set`'s request (the document is checked when it is built). */
-const setLambdaToolRequest: Rule<SetLambdaToolRequest> = shape({
-  account: str,
-  agent: str,
-  name: anyStr,
-  document: anything,
+const setLambdaToolRequest: R.Rule<SetLambdaToolRequest> = R.shape({
+  account: R.str,
+  agent: R.str,
+  name: R.anyStr,
+  document: R.anything,
 });
 
 /** `projector.lambda.delete`'s request. */
-const deleteLambdaToolRequest: Rule<DeleteLambdaToolRequest> = shape({ account: str, agent: str, name: anyStr });
-
-/** A tool document: its CID is computed over the whole of it, so it is kept as sent. */
-const mcpDocument: Rule<McpToolDocument & { cid: string }> = checkedMap({
-  kind: oneOf('mcp'),
-  name: str,
-  title: optional(anyStr),
-  description: anyStr,
-  inputSchema: jsonObject,
-  outputSchema: optional(jsonObject),
-  annotations: optional(anyMap),
-  permission: oneOf(Permission.act, Permission.always_ask),
-  server: str,
-  remoteName: str,
-  taskSupport: optional(oneOf(TaskSupport.required, TaskSupport.optional)),
-  _meta: optional(jsonObject),
-  cid: str,
+const deleteLambdaToolRequest: R.Rule<DeleteLambdaToolRequest> = R.shape({
+  account: R.str,
+  agent: R.str,
+  name: R.anyStr,
 });
 
-const lambdaDocument: Rule<LambdaToolDocument & { cid: string }> = checkedMap({
-  kind: oneOf('lambda'),
-  name: str,
-  description: anyStr,
-  inputSchema: jsonObject,
-  enabled: bool,
-  cid: str,
+/** A tool document: its CID is computed over the whole of it, so it is kept as sent. */
+const mcpDocument: R.Rule<McpToolDocument & { cid: string }> = R.checkedMap({
+  kind: R.oneOf('mcp'),
+  name: R.str,
+  title: R.optional(R.anyStr),
+  description: R.anyStr,
+  inputSchema: R.jsonObject,
+  outputSchema: R.optional(R.jsonObject),
+  annotations: R.optional(R.anyMap),
+  permission: R.oneOf(Permission.act, Permission.always_ask),
+  server: R.str,
+  remoteName: R.str,
+  taskSupport: R.optional(R.oneOf(TaskSupport.required, TaskSupport.optional)),
+  _meta: R.optional(R.jsonObject),
+  cid: R.str,
+});
+
+const lambdaDocument: R.Rule<LambdaToolDocument & { cid: string }> = R.checkedMap({
+  kind: R.oneOf('lambda'),
+  name: R.str,
+  description: R.anyStr,
+  inputSchema: R.jsonObject,
+  enabled: R.bool,
+  cid: R.str,
 });
 
 /** A request's decoder: strict decoding into a map (errors name `payload`), then its rule (errors name the field). */
-function requestDecoder<T>(rule: Rule<T>): (bytes: Uint8Array) => T {
+function requestDecoder<T>(rule: R.Rule<T>): (bytes: Uint8Array) => T {
   return (bytes) => rule(decodeRequest(bytes), '');
 }
 
@@ -93,37 +82,45 @@ export const decodeAgentToolsRequest = requestDecoder(agentToolsRequest);
 export const decodeSetLambdaToolRequest = requestDecoder(setLambdaToolRequest);
 export const decodeDeleteLambdaToolRequest = requestDecoder(deleteLambdaToolRequest);
 
-const openAiTool: Rule<OpenAiTool> = shape({
-  type: oneOf('function'),
-  function: shape({ name: str, description: anyStr, parameters: jsonObject }),
+const openAiTool: R.Rule<OpenAiTool> = R.shape({
+  type: R.oneOf('function'),
+  function: R.shape({ name: R.str, description: R.anyStr, parameters: R.jsonObject }),
 });
-const anthropicTool: Rule<AnthropicTool> = shape({ name: str, description: anyStr, input_schema: jsonObject });
-const providerTools = { openai: list(openAiTool), anthropic: list(anthropicTool) };
-const providerToolSet: Rule<ProviderToolSet> = shape(providerTools);
+const anthropicTool: R.Rule<AnthropicTool> = R.shape({
+  name: R.str,
+  description: R.anyStr,
+  input_schema: R.jsonObject,
+});
+const providerTools = { openai: R.list(openAiTool), anthropic: R.list(anthropicTool) };
+const providerToolSet: R.Rule<ProviderToolSet> = R.shape(providerTools);
 
 /** The value of `projector.agent-tools.get`'s reply. */
-export const agentToolsReplyValue: Rule<AgentToolsReply> = shape({
-  version: int,
-  documents: list(mcpDocument),
+export const agentToolsReplyValue: R.Rule<AgentToolsReply> = R.shape({
+  version: R.int,
+  documents: R.list(mcpDocument),
   // A tool withheld for review (`heldBy: 'held_for_review'`) names its held contract's CID: what a reviewer accepts.
-  conflicts: list(shape({ name: anyStr, server: anyStr, heldBy: anyStr, cid: optional(anyStr) })),
-  lambdas: optional(list(lambdaDocument)),
-  index: optional(anyStr),
-  listing: optional(anyStr),
-  providerTools: optional(providerToolSet),
-  promoted: optional(shape({ names: list(anyStr), ...providerTools })),
+  conflicts: R.list(R.shape({ name: R.anyStr, server: R.anyStr, heldBy: R.anyStr, cid: R.optional(R.anyStr) })),
+  lambdas: R.optional(R.list(lambdaDocument)),
+  index: R.optional(R.anyStr),
+  listing: R.optional(R.anyStr),
+  providerTools: R.optional(providerToolSet),
+  promoted: R.optional(R.shape({ names: R.list(R.anyStr), ...providerTools })),
 });
 
 /** The value of both lambda replies. */
-export const lambdaToolReplyValue: Rule<LambdaToolReply> = shape({ name: anyStr, cid: optional(str), version: int });
+export const lambdaToolReplyValue: R.Rule<LambdaToolReply> = R.shape({
+  name: R.anyStr,
+  cid: R.optional(R.str),
+  version: R.int,
+});
 
 /** The value of `projector.tools.search`'s reply. */
-export const toolSearchReplyValue: Rule<ToolSearchReply> = shape({
-  families: list(
-    shape({
-      family: anyStr,
-      server: anyStr,
-      tools: list(shape({ name: anyStr, description: anyStr, score: num, cid: anyStr })),
+export const toolSearchReplyValue: R.Rule<ToolSearchReply> = R.shape({
+  families: R.list(
+    R.shape({
+      family: R.anyStr,
+      server: R.anyStr,
+      tools: R.list(R.shape({ name: R.anyStr, description: R.anyStr, score: R.num, cid: R.anyStr })),
     }),
   ),
 });

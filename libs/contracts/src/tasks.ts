@@ -1,22 +1,6 @@
 import { decodeStrict, encodePayload } from './codec.js';
 import { invalidInput } from './errors.js';
-import {
-  anyStr,
-  anything,
-  bool,
-  checkedMap,
-  int,
-  isMap,
-  matching,
-  num,
-  oneOf,
-  optional,
-  payloadDecoder,
-  shape,
-  str,
-  type Rule,
-  type Shaped,
-} from './field-rules.js';
+import * as R from './field-rules.js';
 import type { WireErrorShape } from './errors.js';
 import { INPUT_LIMITS, INPUT_REQUEST_ID_RE, type InputRequestItem } from './inputs.js';
 
@@ -91,32 +75,32 @@ export type TaskReply = { ok: true; value: unknown } | { ok: false; error: WireE
 /** At most this many tasks in one list. */
 export const TASK_LIST_MAX = 200;
 
-const id = matching(/^[A-Za-z0-9_-]{1,128}$/, 'an id');
-const taskId = matching(TASK_ID_RE, 'a task id (tsk_…)');
-const state = oneOf(...TASK_STATES);
+const id = R.matching(/^[A-Za-z0-9_-]{1,128}$/, 'an id');
+const taskId = R.matching(TASK_ID_RE, 'a task id (tsk_…)');
+const state = R.oneOf(...TASK_STATES);
 
-const responses: Rule<Record<string, unknown>> = (v, field) => {
-  if (!isMap(v)) throw invalidInput(field, 'must be a map of answers by question key');
+const responses: R.Rule<Record<string, unknown>> = (v, field) => {
+  if (!R.isMap(v)) throw invalidInput(field, 'must be a map of answers by question key');
   const n = Object.keys(v).length;
   if (n === 0 || n > INPUT_LIMITS.requestsPerRound)
     throw invalidInput(field, `must answer 1 to ${INPUT_LIMITS.requestsPerRound} questions`);
   return v;
 };
 
-const requestFields = shape({
-  op: oneOf('get', 'cancel', 'result', 'list', 'questions', 'answer'),
+const requestFields = R.shape({
+  op: R.oneOf('get', 'cancel', 'result', 'list', 'questions', 'answer'),
   account: id,
-  task: optional(taskId),
-  agent: optional(id),
-  limit: optional(int),
-  inputRequestId: optional(matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
-  inputResponses: optional(responses),
+  task: R.optional(taskId),
+  agent: R.optional(id),
+  limit: R.optional(R.int),
+  inputRequestId: R.optional(R.matching(INPUT_REQUEST_ID_RE, 'an input request id (inp_…)')),
+  inputResponses: R.optional(responses),
 });
 
 /** Decodes `mcp.proxy.tasks`' request; a bad field is `invalid_input` naming it. */
 export function decodeTaskRequest(bytes: Uint8Array): TaskRequest {
   const v = decodeStrict(bytes, 'request');
-  if (!isMap(v)) throw invalidInput('request', 'must be a map');
+  if (!R.isMap(v)) throw invalidInput('request', 'must be a map');
   const r = requestFields(v, '');
   if (r.op === 'list') {
     if (r.limit !== undefined && (r.limit < 1 || r.limit > TASK_LIST_MAX))
@@ -143,56 +127,56 @@ export function encodeTaskRequest(req: TaskRequest): Uint8Array {
 }
 
 /** Decodes a `mcp.tasks.<acct>.<task>` event; a bad field is `invalid_input` naming it. */
-export const decodeTaskEvent: (bytes: Uint8Array) => TaskEvent = payloadDecoder('taskEvent', {
+export const decodeTaskEvent: (bytes: Uint8Array) => TaskEvent = R.payloadDecoder('taskEvent', {
   account: id,
   agent: id,
   task: taskId,
   state,
-  statusMessage: optional(anyStr),
-  inputRequestId: optional(str),
-  errorCode: optional(str),
-  at: num,
+  statusMessage: R.optional(R.anyStr),
+  inputRequestId: R.optional(R.str),
+  errorCode: R.optional(R.str),
+  at: R.num,
 });
 
 /** A task as `mcp.proxy.tasks` shows it: never its arguments, its result (see `result`) or its credentials. */
 const taskViewTable = {
   id: taskId,
-  agent: str,
-  run: str,
-  server: str,
-  tool: str,
+  agent: R.str,
+  run: R.str,
+  server: R.str,
+  tool: R.str,
   state,
-  statusMessage: optional(anyStr),
-  dialect: str,
-  inputRequestId: optional(str),
-  error: optional(checkedMap({ code: str, message: anyStr })),
+  statusMessage: R.optional(R.anyStr),
+  dialect: R.str,
+  inputRequestId: R.optional(R.str),
+  error: R.optional(R.checkedMap({ code: R.str, message: R.anyStr })),
   /** Whether a result is kept (a completed task's, until it is taken or its ttl ends). */
-  resultReady: bool,
-  createdAt: str,
-  updatedAt: str,
-  expiresAt: str,
-  finishedAt: optional(str),
+  resultReady: R.bool,
+  createdAt: R.str,
+  updatedAt: R.str,
+  expiresAt: R.str,
+  finishedAt: R.optional(R.str),
   /** The proxy instance that polls an open task (its lease holder), as the instance names itself. */
-  poller: optional(str),
+  poller: R.optional(R.str),
 };
-export type TaskView = Shaped<typeof taskViewTable>;
+export type TaskView = R.Shaped<typeof taskViewTable>;
 /** A `TaskView`, checked in place. */
-export const taskViewValue: Rule<TaskView> = checkedMap(taskViewTable);
+export const taskViewValue: R.Rule<TaskView> = R.checkedMap(taskViewTable);
 
 /** Decodes `mcp.proxy.tasks`' reply envelope (the value is checked by the caller, per op). */
 export function decodeTaskReply(bytes: Uint8Array): TaskReply {
   const v = decodeStrict(bytes, 'reply');
-  if (!isMap(v)) throw invalidInput('reply', 'must be a map');
-  if (v.ok === true) return { ok: true, value: anything(v.value, 'reply.value') };
-  if (v.ok === false && isMap(v.error)) return { ok: false, error: v.error as unknown as WireErrorShape };
+  if (!R.isMap(v)) throw invalidInput('reply', 'must be a map');
+  if (v.ok === true) return { ok: true, value: R.anything(v.value, 'reply.value') };
+  if (v.ok === false && R.isMap(v.error)) return { ok: false, error: v.error as unknown as WireErrorShape };
   throw invalidInput('reply.ok', 'must be a boolean');
 }
 
 /** `questions`' value: the task's open round (its input request), the questions, and the keys answered so far. */
 const taskQuestionsTable = {
-  inputRequestId: str,
+  inputRequestId: R.str,
   requests: (v: unknown, field: string) => {
-    if (!Array.isArray(v) || v.some((q) => !isMap(q) || typeof q.key !== 'string'))
+    if (!Array.isArray(v) || v.some((q) => !R.isMap(q) || typeof q.key !== 'string'))
       throw invalidInput(field, 'must be a list of questions');
     return v as InputRequestItem[];
   },
@@ -200,8 +184,8 @@ const taskQuestionsTable = {
     if (!Array.isArray(v) || v.some((k) => typeof k !== 'string')) throw invalidInput(field, 'must be a list of keys');
     return v as string[];
   },
-  expiresAt: str,
+  expiresAt: R.str,
 };
-export type TaskQuestionsView = Shaped<typeof taskQuestionsTable>;
+export type TaskQuestionsView = R.Shaped<typeof taskQuestionsTable>;
 /** A `TaskQuestionsView`, checked in place. */
-export const taskQuestionsValue: Rule<TaskQuestionsView> = checkedMap(taskQuestionsTable);
+export const taskQuestionsValue: R.Rule<TaskQuestionsView> = R.checkedMap(taskQuestionsTable);
