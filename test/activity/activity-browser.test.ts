@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { rmSync } from 'node:fs';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoTool, errorTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.js';
+import { HAS_CHROMIUM } from '../support/chromium.js';
+import { launchConsoleBrowser, signInWithKey } from '../support/fixtures/console-browser.js';
 
 const PAGE_WAIT_MS = 60_000;
 const CANARY = 'canary-31b9-argument';
@@ -34,14 +33,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console activity view in a real browser', { 
       15_000,
       'two calls recorded',
     );
-    userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-activity-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-    });
-    context.setDefaultTimeout(PAGE_WAIT_MS);
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ userDataDir, context, page } = await launchConsoleBrowser('mcpx-activity-', PAGE_WAIT_MS));
     page.on('pageerror', (e) => errors.push(e.message));
     page.on('console', (m) => {
       // A failed resource is reported below with its URL (the console's own 404s are not this view's).
@@ -50,11 +42,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console activity view in a real browser', { 
     page.on('response', (r) => {
       if (r.status() >= 400 && !r.url().endsWith('/favicon.ico')) errors.push(`${r.status()} ${r.url()}`);
     });
-    await page.goto(`${system.api.apiUrl}/console/`);
-    await page.click('#key-paste');
-    await page.fill('#key-text', JSON.stringify(system.api.key));
-    await page.click('#key-use');
-    await page.locator(`#principal[title="${system.account}"]`).waitFor();
+    await signInWithKey(page, system.api.apiUrl, system.api.key, system.account);
   });
 
   afterAll(async () => {

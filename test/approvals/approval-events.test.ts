@@ -4,7 +4,7 @@ import type { TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { SseSubscriber } from '../support/sse-client.js';
-import { startApprovalSystem, stoppedCall } from './approval-tools.js';
+import { approvalSystemPerSuite, stoppedCall } from './approval-tools.js';
 
 /** An argument value that must never reach the event stream. */
 const TABLE = 'payroll_7f3e91';
@@ -21,8 +21,9 @@ describe('approval events on the account event stream', () => {
   let stranger: SseSubscriber;
   let strangerApi: ApiClient;
 
+  approvalSystemPerSuite((started) => ({ system, upstream } = started));
+
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem());
     stream = await SseSubscriber.open(system.api);
     strangerApi = new ApiClient(system.api.apiUrl);
     stranger = await SseSubscriber.open(strangerApi);
@@ -31,8 +32,6 @@ describe('approval events on the account event stream', () => {
   afterAll(async () => {
     await stream?.close();
     await stranger?.close();
-    await system?.stop();
-    await upstream?.close();
   });
 
   it('a stopped call is announced; approving it is announced; the approved call then runs', async () => {

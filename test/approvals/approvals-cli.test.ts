@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { TestMcpServer } from '../servers/index.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { startApprovalSystem } from './approval-tools.js';
+import { approvalSystemPerSuite } from './approval-tools.js';
 
 /** A human in the loop from the terminal: a call that stops, approvals list / approve / deny, and --wait-approval. */
 describe('mcpx approvals and call --wait-approval (a modern server)', { timeout: 180_000 }, () => {
@@ -12,17 +12,13 @@ describe('mcpx approvals and call --wait-approval (a modern server)', { timeout:
   let upstream: TestMcpServer;
   let env: Record<string, string>;
 
+  approvalSystemPerSuite((started) => ({ system, upstream } = started), { agent: 'ops', era: 'modern' });
+
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ agent: 'ops', era: 'modern' }));
     ({ env } = cliEnvFor(system.api, {
       MCPX_NATS_URL: serviceUrls().nats,
       MCPX_NATS_PREFIX: system.env.NATS_PREFIX ?? '',
     }));
-  });
-
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
   });
 
   it('stops a destructive call, lists it, approves it, and the re-sent call runs; a denied one is refused', async () => {

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decodePayload, type ApprovalRequestedEvent, type ApprovalView } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import type { TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import type { ProxySystem } from '../support/proxy-system.js';
-import { actionError, startApprovalSystem, stoppedCall } from './approval-tools.js';
+import { actionError, approvalSystemPerSuite, stoppedCall } from './approval-tools.js';
 
 describe.each(['modern', 'legacy'] as const)(
   'always_ask against a %s server: a destructive tool stops for a human, every call',
@@ -12,14 +12,7 @@ describe.each(['modern', 'legacy'] as const)(
     let system: ProxySystem;
     let upstream: TestMcpServer;
 
-    beforeAll(async () => {
-      ({ system, upstream } = await startApprovalSystem({ era }));
-    });
-
-    afterAll(async () => {
-      await system?.stop();
-      await upstream?.close();
-    });
+    approvalSystemPerSuite((started) => ({ system, upstream } = started), { era });
 
     it('inherits the level from annotations: destructive asks, read-only and unhinted act', async () => {
       const { tools } = await system.api.act<{ tools: Array<{ name: string; permission: string }> }>('ListAgentTools', {

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WireError, type ApprovalView } from '@mcpx/contracts';
 import type { TestMcpServer } from '../servers/index.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { startApprovalSystem } from './approval-tools.js';
+import { approvalSystemPerSuite } from './approval-tools.js';
 
 /**
  * The runtime's side of a human in the loop: `callAwaitingApproval` stops, waits for the owner's
@@ -13,14 +13,7 @@ describe('a call that waits for its approval (a modern server)', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ era: 'modern' }));
-  });
-
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system, upstream } = started), { era: 'modern' });
 
   const input = (run: string, table: string) => ({
     account: system.account,

@@ -3,7 +3,7 @@ import type { ApprovalView } from '@mcpx/contracts';
 import type { TestMcpServer } from '../servers/index.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { SseSubscriber } from '../support/sse-client.js';
-import { startApprovalSystem, stoppedCall } from './approval-tools.js';
+import { approvalSystemPerSuite, stoppedCall } from './approval-tools.js';
 
 /** Sleeps until the clock reads `at` (epoch ms): the approval windows are measured on it. */
 async function until(at: number): Promise<void> {
@@ -22,15 +22,14 @@ describe('the window to re-send an approved call starts at the decision', () => 
   let stream: SseSubscriber;
   const TTL_MS = 3_000;
 
+  approvalSystemPerSuite((started) => ({ system, upstream } = started), { env: { APPROVAL_TTL_MS: String(TTL_MS) } });
+
   beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ env: { APPROVAL_TTL_MS: String(TTL_MS) } }));
     stream = await SseSubscriber.open(system.api);
   });
 
   afterAll(async () => {
     await stream?.close();
-    await system?.stop();
-    await upstream?.close();
   });
 
   it('approved near the end of the pending window, re-sent after creation + TTL: runs once, a replay is refused', async () => {

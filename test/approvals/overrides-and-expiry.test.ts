@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ApprovalView, RedactedMcpServer } from '@mcpx/contracts';
 import type { TestMcpServer } from '../servers/index.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { actionError, startApprovalSystem, stoppedCall } from './approval-tools.js';
+import { actionError, approvalSystemPerSuite, stoppedCall } from './approval-tools.js';
 
 type ToolRow = { name: string; permission: string; cid: string };
 
@@ -12,14 +12,7 @@ describe('owner overrides and approval expiry', () => {
   let upstream: TestMcpServer;
   const TTL_MS = 1_500;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ env: { APPROVAL_TTL_MS: String(TTL_MS) } }));
-  });
-
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system, upstream } = started), { env: { APPROVAL_TTL_MS: String(TTL_MS) } });
 
   const tool = async (name: string): Promise<ToolRow> => {
     const { tools } = await system.api.act<{ tools: ToolRow[] }>('ListAgentTools', { agent: system.agentId('agent') });

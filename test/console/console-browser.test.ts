@@ -1,9 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page, type Route } from 'playwright-core';
+import { type BrowserContext, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import { approvalTools, stoppedCall } from '../approvals/approval-tools.js';
@@ -17,7 +16,8 @@ import {
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 import { vendorTools } from './vendor-tools.js';
-import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
+import { CHROMIUM, HAS_CHROMIUM, sayIfNoChromium } from '../support/chromium.js';
+import { launchConsoleBrowser } from '../support/fixtures/console-browser.js';
 
 sayIfNoChromium('console-browser: skipped');
 /** A header value the page must never hold once it is saved. */
@@ -98,14 +98,7 @@ describe.skipIf(!HAS_CHROMIUM)(
         startProtectedMcpServer(machineAs),
         startTestMcpServer({ era: 'modern' }),
       ]);
-      userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-'));
-      context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_ARGS,
-      });
-      context.setDefaultTimeout(PAGE_WAIT_MS);
-      page = context.pages()[0] ?? (await context.newPage());
+      ({ userDataDir, context, page } = await launchConsoleBrowser('mcpx-console-', PAGE_WAIT_MS));
       page.on('console', (m) => {
         // A request this file aborts on purpose (a failing network) is said by the browser as an error.
         if (m.type() === 'error' && !m.text().includes('net::ERR_FAILED')) consoleErrors.push(m.text());

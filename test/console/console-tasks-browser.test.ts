@@ -1,11 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { rmSync } from 'node:fs';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { ProxySystem } from '../support/proxy-system.js';
-import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS } from '../support/chromium.js';
+import { HAS_CHROMIUM } from '../support/chromium.js';
+import { launchConsoleBrowser, signInWithKey } from '../support/fixtures/console-browser.js';
 
 /** A browser on a busy machine is slow to draw: each wait is bounded at a minute. */
 const PAGE_WAIT_MS = 60_000;
@@ -33,23 +32,12 @@ describe.skipIf(!HAS_CHROMIUM)('the console tasks room in a real browser', { tim
     await system.setServer('modern', modern.url);
     await system.createAgent('exporter', ['modern'], 3);
     await system.createAgent('idle', ['modern'], 3);
-    userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-console-tasks-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-    });
-    context.setDefaultTimeout(PAGE_WAIT_MS);
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ userDataDir, context, page } = await launchConsoleBrowser('mcpx-console-tasks-', PAGE_WAIT_MS));
     page.on('console', (m) => {
       if (m.type() === 'error') consoleErrors.push(m.text());
     });
     page.on('pageerror', (e) => consoleErrors.push(e.message));
-    await page.goto(`${system.api.apiUrl}/console/`);
-    await page.click('#key-paste');
-    await page.fill('#key-text', JSON.stringify(system.api.key));
-    await page.click('#key-use');
-    await page.locator(`#principal[title="${system.account}"]`).waitFor();
+    await signInWithKey(page, system.api.apiUrl, system.api.key, system.account);
   }, 120_000);
 
   afterAll(async () => {

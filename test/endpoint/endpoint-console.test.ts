@@ -1,12 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { rmSync } from 'node:fs';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
+import { HAS_CHROMIUM, sayIfNoChromium } from '../support/chromium.js';
+import { launchConsoleBrowser } from '../support/fixtures/console-browser.js';
 
 sayIfNoChromium('endpoint-console: skipped');
 
@@ -31,14 +30,7 @@ describe.skipIf(!HAS_CHROMIUM)('the console shows each agent’s MCP endpoint an
 
   beforeAll(async () => {
     [sys, upstream] = await Promise.all([startEndpointSystem(), startTestMcpServer({ era: 'modern' })]);
-    userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-endpoint-console-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: CHROMIUM_ARGS,
-    });
-    context.setDefaultTimeout(20_000);
-    page = context.pages()[0] ?? (await context.newPage());
+    ({ userDataDir, context, page } = await launchConsoleBrowser('mcpx-endpoint-console-', 20_000));
     await page.goto(`${sys.system.api.apiUrl}/console/`);
   }, 120_000);
 

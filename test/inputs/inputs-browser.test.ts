@@ -1,13 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { rmSync } from 'node:fs';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InputMcpServer } from '../servers/input-mcp-server.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
 import { askedInput, startInputSystem, textOf } from './input-system.js';
-import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
+import { HAS_CHROMIUM, sayIfNoChromium } from '../support/chromium.js';
+import { launchConsoleBrowser, signInWithKey } from '../support/fixtures/console-browser.js';
 
 sayIfNoChromium('inputs-browser: skipped');
 
@@ -28,19 +27,8 @@ describe.skipIf(!HAS_CHROMIUM)(
 
     beforeAll(async () => {
       ({ system, upstream } = await startInputSystem());
-      userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-inputs-'));
-      context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_ARGS,
-      });
-      context.setDefaultTimeout(20_000);
-      page = context.pages()[0] ?? (await context.newPage());
-      await page.goto(`${system.api.apiUrl}/console/`);
-      await page.click('#key-paste');
-      await page.fill('#key-text', JSON.stringify(system.api.key));
-      await page.click('#key-use');
-      await page.locator(`#principal[title="${system.account}"]`).waitFor();
+      ({ userDataDir, context, page } = await launchConsoleBrowser('mcpx-inputs-', 20_000));
+      await signInWithKey(page, system.api.apiUrl, system.api.key, system.account);
       await page.locator('body[data-live="true"]').waitFor();
       // The console shows one room at a time: the questions waiting for a person.
       await page.evaluate("location.hash = '#/questions'");

@@ -1,5 +1,5 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   startMovableProtectedMcpServer,
   startOAuthServer,
@@ -10,8 +10,8 @@ import type { TestMcpServer } from '../servers/mcp-test-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { recordingAct } from '../support/leak-recorders.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
+import { oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 /**
  * The authorization requirements of MCP 2026-07-28, through the registry as an owner drives it,
@@ -25,26 +25,24 @@ import type { InProcessSystem } from '../support/system.js';
 describe.each(['legacy', 'modern'] as const)('OAuth of 2026-07-28 (%s protected server)', (era) => {
   const responses: string[] = [];
   const exporter = new InMemorySpanExporter();
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let api: ApiClient;
   const act = recordingAct(responses);
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({
+  oauthSystemPerSuite(
+    {
       serviceName: `mcpx-oauth-2026-${era}`,
       era,
       spanExporter: exporter,
       authorizationServer: { requireApplicationType: 'web' },
-    });
-    ({ system, as, upstream } = oauth);
-    api = new ApiClient(system.apiUrl);
-  });
+    },
+    (o) => ({ system, as, upstream } = o),
+  );
 
-  afterAll(async () => {
-    await oauth?.stop();
+  beforeAll(async () => {
+    api = new ApiClient(system.apiUrl);
   });
 
   /** The owner's browser: it opens the tickets, so it holds their binding cookies. */

@@ -1,26 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
+import { oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 /** The owner's OAuth flow from the CLI: set prints where to authorize, authorize prints a fresh URL. */
 describe('mcpx and OAuth', () => {
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-cli' });
-    ({ system, as, upstream } = oauth);
-  });
-
-  afterAll(async () => {
-    await oauth?.stop();
-  });
+  oauthSystemPerSuite({ serviceName: 'mcpx-oauth-cli' }, (o) => ({ system, as, upstream } = o));
 
   it('servers set NAME URL --auth oauth prints the authorization URL; servers authorize NAME prints a fresh one that completes', async () => {
     const api = new ApiClient(system.apiUrl);

@@ -1,14 +1,14 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WireError } from '@mcpx/contracts';
 import { createDb } from '@mcpx/db';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
-import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
+import { oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 const pkcs8 = (key: { export(o: { type: 'pkcs8'; format: 'pem' }): string | Buffer }): string =>
   key.export({ type: 'pkcs8', format: 'pem' }).toString();
@@ -16,23 +16,18 @@ const pkcs8 = (key: { export(o: { type: 'pkcs8'; format: 'pem' }): string | Buff
 /** `config.oauth` of a client credentials server, refused field by field; and `mcpx servers set` for one. */
 describe('OAuth client credentials: input and CLI', () => {
   const logLines: string[] = [];
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({
+  oauthSystemPerSuite(
+    {
       serviceName: 'mcpx-oauth-cc-input',
       authorizationServer: { clientCredentials: { authMethods: ['client_secret_basic', 'private_key_jwt'] } },
       logSink: (line) => logLines.push(line),
-    });
-    ({ system, as, upstream } = oauth);
-  });
-
-  afterAll(async () => {
-    await oauth?.stop();
-  });
+    },
+    (o) => ({ system, as, upstream } = o),
+  );
 
   it('bad config.oauth is invalid_input naming the field, echoes no secret and stores nothing', async () => {
     const secret = `cc-input-${randomBytes(16).toString('hex')}`;

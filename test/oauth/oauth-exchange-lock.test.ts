@@ -5,8 +5,8 @@ import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
 import { eventually, type InProcessSystem } from '../support/system.js';
+import { oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 /**
  * The callback's code exchange takes the server's OAuth lock, the one refreshes run under: while a
@@ -14,21 +14,19 @@ import { eventually, type InProcessSystem } from '../support/system.js';
  * refresh can never write its tokens over the ones the owner just authorized.
  */
 describe('the code exchange waits for a refresh in flight', () => {
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let redis: Redis;
 
+  oauthSystemPerSuite({ serviceName: 'mcpx-oauth-lock' }, (o) => ({ system, as, upstream } = o));
+
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-lock' });
-    ({ system, as, upstream } = oauth);
     redis = new Redis(serviceUrls().redis);
   });
 
   afterAll(async () => {
     redis?.disconnect();
-    await oauth?.stop();
   });
 
   it('completes only once the lock is free', async () => {

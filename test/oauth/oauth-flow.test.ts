@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSubjects } from '@mcpx/contracts';
@@ -6,11 +6,11 @@ import { ProxyClient } from '@mcpx/proxy-client';
 import { startProtectedMcpServer, type TestMcpServer, type TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { connectOAuthServer, createProjectedAgent } from '../support/fixtures/agents.js';
-import { serviceUrls } from '../support/env.js';
 import { recordWire, recordingAct } from '../support/leak-recorders.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
+import type { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
+import { natsPerSuite, oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 /**
  * OAuth 2.1 against a real authorization server (the SDK's server-side auth pieces) and a
@@ -25,28 +25,25 @@ describe.each(['legacy', 'modern'] as const)('OAuth for remote servers (%s prote
   const logLines: string[] = [];
   const natsPayloads: string[] = [];
   const responses: string[] = [];
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let nc: NatsConnection;
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({
+  oauthSystemPerSuite(
+    {
       serviceName: `mcpx-oauth-test-${era}`,
       era,
       spanExporter: exporter,
       logSink: (line) => logLines.push(line),
       env: { LOG_LEVEL: 'debug' },
-    });
-    ({ system, as, upstream } = oauth);
-    nc = await connect({ servers: serviceUrls().nats });
-    recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
-  });
+    },
+    (o) => ({ system, as, upstream } = o),
+  );
+  natsPerSuite((c) => (nc = c));
 
-  afterAll(async () => {
-    await nc?.drain();
-    await oauth?.stop();
+  beforeAll(async () => {
+    recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
   });
 
   const act = recordingAct(responses);
@@ -235,10 +232,13 @@ describe('OAuth refresh across instances', () => {
   let upstream: TestMcpServer;
   let second: { url: string; stop(): Promise<void> };
 
+  // Tokens live 30 s, inside the 60 s refresh window: every use refreshes first.
+  oauthSystemPerSuite(
+    { serviceName: 'mcpx-oauth-race', authorizationServer: { accessTokenTtlSec: 30 } },
+    (o) => ({ oauth, system, as, upstream } = o),
+  );
+
   beforeAll(async () => {
-    // Tokens live 30 s, inside the 60 s refresh window: every use refreshes first.
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-race', authorizationServer: { accessTokenTtlSec: 30 } });
-    ({ system, as, upstream } = oauth);
     const { loadConfig } = await import('@mcpx/config');
     const { startRegistry } = await import('@mcpx/registry');
     second = await startRegistry(
@@ -249,7 +249,6 @@ describe('OAuth refresh across instances', () => {
 
   afterAll(async () => {
     await second?.stop();
-    await oauth?.stop();
   });
 
   it('refreshes a token about to expire before using it, and never twice with one refresh token when two instances race', async () => {

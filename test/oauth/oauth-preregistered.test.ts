@@ -1,26 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createDb } from '@mcpx/db';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
+import { oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 /** A client the owner registered with the authorization server: used as is, its secret sealed. */
 describe('OAuth with a pre-registered client', () => {
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-oauth-prereg' });
-    ({ system, as, upstream } = oauth);
-  });
-
-  afterAll(async () => {
-    await oauth?.stop();
-  });
+  oauthSystemPerSuite({ serviceName: 'mcpx-oauth-prereg' }, (o) => ({ system, as, upstream } = o));
 
   it('uses config.oauth {clientId, clientSecret} without registering; the secret is never stored in the clear or shown', async () => {
     const secret = 'pre-registered-client-secret-0123456789';

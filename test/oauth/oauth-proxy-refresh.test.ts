@@ -1,4 +1,4 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '@mcpx/config';
 import { WireError, makeSubjects } from '@mcpx/contracts';
@@ -7,10 +7,10 @@ import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { connectOAuthServer, createProjectedAgent } from '../support/fixtures/agents.js';
-import { serviceUrls } from '../support/env.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
+import type { OAuthSystem } from '../support/oauth-system.js';
 import type { InProcessSystem } from '../support/system.js';
+import { natsPerSuite, oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 /**
  * The proxy keeps oauth tokens fresh: on a 401 and before expiry it asks the registry
@@ -27,19 +27,17 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
   let second: RunningProxy;
   let nc: NatsConnection;
 
+  oauthSystemPerSuite({ serviceName: `mcpx-oauth-proxy-${era}`, era }, (o) => ({ oauth, system, as, upstream } = o));
+  natsPerSuite((c) => (nc = c));
+
   beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: `mcpx-oauth-proxy-${era}`, era });
-    ({ system, as, upstream } = oauth);
     second = await startProxy(loadConfig('proxy', { ...system.env, HTTP_PORT: '0', INSTANCE_ID: 'proxy-second' }), {
       telemetry: oauth.telemetry,
     });
-    nc = await connect({ servers: serviceUrls().nats });
   });
 
   afterAll(async () => {
-    await nc?.drain();
     await second?.stop();
-    await oauth?.stop();
   });
 
   async function connected(api: ApiClient, name: string): Promise<string> {
@@ -105,27 +103,21 @@ describe.each(['legacy', 'modern'] as const)('OAuth refresh from the proxy (%s p
 describe.each(['legacy', 'modern'] as const)(
   'OAuth refresh before expiry, from the proxy (%s protected server)',
   (era) => {
-    let oauth: OAuthSystem;
     let system: InProcessSystem;
     let as: TestOAuthServer;
     let upstream: TestMcpServer;
     let nc: NatsConnection;
 
-    beforeAll(async () => {
-      // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
-      oauth = await OAuthSystem.start({
+    // Tokens live 30 s, inside the 60 s refresh window: the proxy refreshes before using one.
+    oauthSystemPerSuite(
+      {
         serviceName: `mcpx-oauth-proxy-expiry-${era}`,
         era,
         authorizationServer: { accessTokenTtlSec: 30 },
-      });
-      ({ system, as, upstream } = oauth);
-      nc = await connect({ servers: serviceUrls().nats });
-    });
-
-    afterAll(async () => {
-      await nc?.drain();
-      await oauth?.stop();
-    });
+      },
+      (o) => ({ system, as, upstream } = o),
+    );
+    natsPerSuite((c) => (nc = c));
 
     it('refreshes a token about to expire before the call, so the server never refuses one', async () => {
       const api = new ApiClient(system.apiUrl);

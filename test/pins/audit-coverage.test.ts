@@ -1,8 +1,7 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { TestMcpServer } from '../servers/index.js';
+import { describe, expect, it } from 'vitest';
 import type { ProxySystem } from '../support/proxy-system.js';
-import { startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
+import { approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
 
 interface AuditEvent {
   action: string;
@@ -23,14 +22,7 @@ interface AuditEvent {
  */
 describe('the audit log records approvals, agent tokens and lambda tools, never a secret', () => {
   let system: ProxySystem;
-  let upstream: TestMcpServer;
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({ era: 'modern' }));
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
-  });
+  approvalSystemPerSuite((started) => ({ system } = started), { era: 'modern' });
 
   const audit = async (filter: Record<string, unknown>): Promise<AuditEvent[]> =>
     (await system.api.act<{ events: AuditEvent[] }>('ListAuditEvents', filter)).events;

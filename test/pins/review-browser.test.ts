@@ -1,14 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { rmSync } from 'node:fs';
+import { type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer, type TestTool } from '../servers/index.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
-import { CHROMIUM, HAS_CHROMIUM, CHROMIUM_ARGS, sayIfNoChromium } from '../support/chromium.js';
+import { HAS_CHROMIUM, sayIfNoChromium } from '../support/chromium.js';
+import { launchConsoleBrowser, signInWithKey } from '../support/fixtures/console-browser.js';
 
 sayIfNoChromium('review-browser: skipped');
 
@@ -39,19 +38,8 @@ describe.skipIf(!HAS_CHROMIUM)(
       remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
       api = h.api();
       await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'review' } });
-      userDataDir = mkdtempSync(join(tmpdir(), 'mcpx-review-'));
-      context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM,
-        headless: true,
-        args: CHROMIUM_ARGS,
-      });
-      context.setDefaultTimeout(20_000);
-      page = context.pages()[0] ?? (await context.newPage());
-      await page.goto(`${h.apiUrl}/console/`);
-      await page.click('#key-paste');
-      await page.fill('#key-text', JSON.stringify(api.key));
-      await page.click('#key-use');
-      await page.locator(`#principal[title="${api.principal}"]`).waitFor();
+      ({ userDataDir, context, page } = await launchConsoleBrowser('mcpx-review-', 20_000));
+      await signInWithKey(page, h.apiUrl, api.key, api.principal);
       await page.locator('body[data-live="true"]').waitFor();
       await room('#/reviews');
     });

@@ -5,37 +5,28 @@
  * WRITER asks for a ticket of their own); the AGENT's view says the owner must authorize, and
  * the AGENT may not ask for a ticket.
  */
-import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { describe, expect, it } from 'vitest';
 import { makeSubjects, type RedactedMcpServer, type WireError } from '@mcpx/contracts';
 import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { connectOAuthServer, createProjectedAgent } from '../support/fixtures/agents.js';
-import { serviceUrls } from '../support/env.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
+import { natsPerSuite, oauthSystemPerSuite } from '../support/fixtures/suites.js';
 import type { InProcessSystem } from '../support/system.js';
 
 type StatusView = RedactedMcpServer['status'] & { needsOwnerAuthorization?: boolean };
 
 describe('AGENT signers never see an authorization URL', () => {
-  let oauth: OAuthSystem;
   let system: InProcessSystem;
   let as: TestOAuthServer;
   let upstream: TestMcpServer;
   let nc: NatsConnection;
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({ serviceName: 'mcpx-agent-authorization-url' });
-    ({ system, as, upstream } = oauth);
-    nc = await connect({ servers: serviceUrls().nats });
-  });
-  afterAll(async () => {
-    await nc?.drain();
-    await oauth?.stop();
-  });
+  oauthSystemPerSuite({ serviceName: 'mcpx-agent-authorization-url' }, (o) => ({ system, as, upstream } = o));
+  natsPerSuite((c) => (nc = c));
 
   it('a server waiting for its owner shows the AGENT signer needsOwnerAuthorization and no URL; a WRITER gets a ticket and completes it', async () => {
     const owner = new ApiClient(system.apiUrl);

@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import type { NatsConnection } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import pg from 'pg';
@@ -22,8 +22,9 @@ import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { recordWire } from '../support/leak-recorders.js';
 import { TestBrowser } from '../support/oauth-browser.js';
-import { OAuthSystem } from '../support/oauth-system.js';
+import type { OAuthSystem } from '../support/oauth-system.js';
 import { eventually, type InProcessSystem } from '../support/system.js';
+import { natsPerSuite, oauthSystemPerSuite } from '../support/fixtures/suites.js';
 
 describe('OAuth is bound to the browser that opened the ticket', () => {
   const exporter = new InMemorySpanExporter();
@@ -38,24 +39,25 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
   let nc: NatsConnection;
   const tickets: string[] = [];
 
-  beforeAll(async () => {
-    oauth = await OAuthSystem.start({
+  oauthSystemPerSuite(
+    {
       serviceName: 'mcpx-oauth-binding',
       spanExporter: exporter,
       logSink: (line) => logLines.push(line),
       env: { LOG_LEVEL: 'debug' },
-    });
-    ({ system, as, upstream } = oauth);
+    },
+    (o) => ({ oauth, system, as, upstream } = o),
+  );
+  natsPerSuite((c) => (nc = c));
+
+  beforeAll(async () => {
     api = new ApiClient(system.apiUrl);
     redis = new Redis(serviceUrls().redis);
-    nc = await connect({ servers: serviceUrls().nats });
     recordWire(nc, system.env.NATS_PREFIX ?? '', natsPayloads);
   });
 
   afterAll(async () => {
-    await nc?.drain();
     redis?.disconnect();
-    await oauth?.stop();
   });
 
   /** A new oauth server of the account, waiting for authorization: its ticket URL. */

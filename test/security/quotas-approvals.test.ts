@@ -8,7 +8,7 @@ import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
+import { approvalSystemPerSuite, startApprovalSystem, stoppedCall } from '../approvals/approval-tools.js';
 import { askedInput, INPUT_TOOLS, pendingInputs, startInputSystem } from '../inputs/input-system.js';
 
 const MAX = loadConfig('proxy', { OUTBOUND_PROFILE: 'local' }).quotas.pendingApprovalsPerAgent;
@@ -70,15 +70,9 @@ describe('quotas: pending approvals per agent under a race (two proxies)', () =>
   let system: ProxySystem;
   let upstream: TestMcpServer;
 
-  beforeAll(async () => {
-    ({ system, upstream } = await startApprovalSystem({
-      proxies: 2,
-      env: { QUOTA_PENDING_APPROVALS_PER_AGENT: String(CAP) },
-    }));
-  });
-  afterAll(async () => {
-    await system?.stop();
-    await upstream?.close();
+  approvalSystemPerSuite((started) => ({ system, upstream } = started), {
+    proxies: 2,
+    env: { QUOTA_PENDING_APPROVALS_PER_AGENT: String(CAP) },
   });
 
   it(`${CAP * 6} racing calls of one agent record exactly ${CAP} approvals; the rest are quota_exceeded, none reaches the server`, async () => {
