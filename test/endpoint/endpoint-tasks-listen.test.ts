@@ -87,17 +87,20 @@ const taskNotes = (messages: Json[], taskId: string): Json[] =>
 describe('endpoint: task notifications on a 2026-07-28 listen', () => {
   let sys: EndpointSystem;
   let modern: TasksUpstream;
+  let other: TasksUpstream;
   let tokenA: string;
   let tokenB: string;
   let url: string;
 
   beforeAll(async () => {
-    [sys, modern] = await Promise.all([
+    [sys, modern, other] = await Promise.all([
       startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
+      startTasksUpstream({ durationMs: 3_000, pollIntervalMs: 100 }),
       startTasksUpstream({ durationMs: 3_000, pollIntervalMs: 100 }),
     ]);
     await sys.system.setServer('modern', modern.url);
-    await sys.system.createAgent('listener', ['modern'], 3);
+    await sys.system.setServer('other', other.url);
+    await sys.system.createAgent('listener', ['modern', 'other'], 3);
     tokenA = (await sys.token('listener')).token;
     tokenB = (await sys.token('listener')).token;
     url = sys.urlOf('listener');
@@ -105,7 +108,7 @@ describe('endpoint: task notifications on a 2026-07-28 listen', () => {
 
   afterAll(async () => {
     await sys?.stop();
-    await modern?.close();
+    await Promise.all([modern?.close(), other?.close()]);
   });
 
   const modernRequest = (token: string, method: string, params: Json) =>
@@ -219,6 +222,26 @@ describe('endpoint: task notifications on a 2026-07-28 listen', () => {
     } finally {
       mixed.close();
       only.close();
+    }
+  });
+
+  it('on a per-server face, takes only that server’s tasks of the token', async () => {
+    const taskId = await createTask(tokenA);
+    const face = (server: string): string => `${sys.endpoint.url}/v1/agents/listener/servers/${server}/mcp`;
+    const own = await rawListen(face('modern'), tokenA, { taskIds: [taskId] });
+    const elsewhere = await rawListen(face('other'), tokenA, { taskIds: [taskId] });
+    try {
+      expect(own.messages[0]).toMatchObject({ params: { notifications: { taskIds: [taskId] } } });
+      expect((elsewhere.messages[0]?.params as Json).notifications).toEqual({});
+      await eventually(
+        async () => (taskNotes(own.messages, taskId).some((p) => p.status === 'completed') ? true : undefined),
+        30_000,
+        'the completed notification on its server’s face',
+      );
+      expect(taskNotes(elsewhere.messages, taskId)).toEqual([]);
+    } finally {
+      own.close();
+      elsewhere.close();
     }
   });
 
