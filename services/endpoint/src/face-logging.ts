@@ -5,6 +5,7 @@ import type { TokenGrant } from './agent-tokens.js';
 import { SET_LEVEL_PARAMS } from './face-params.js';
 import type { LogLevels } from './log-levels.js';
 import type { progressTokenOf } from './tool-calls.js';
+import { relayedLog, relayedProgress } from './call-notices.js';
 
 /**
  * What a face's client hears of a call on the way (docs/endpoint.md#logging, #progress-and-cancellation):
@@ -55,28 +56,12 @@ export function registerSetLevel(
 
 /**
  * What a call's server says on the way, on the request's own response stream: its progress under
- * the client's progress token, its log messages at the client's level.
+ * the client's progress token, its log messages at the client's level (call-notices.ts).
  */
 export function callStreams(
   ctx: ServerContext,
   progressToken: ReturnType<typeof progressTokenOf>,
   logLevel: LogLevel | undefined,
 ): { progress?: (p: CallProgress) => void; logLevel?: LogLevel; log?: (l: CallLog) => void } {
-  return {
-    ...(progressToken !== undefined
-      ? {
-          progress: (p: CallProgress) =>
-            void ctx.mcpReq
-              .notify({ method: 'notifications/progress', params: { progressToken, ...p } })
-              .catch(() => undefined),
-        }
-      : {}),
-    ...(logLevel !== undefined
-      ? {
-          logLevel,
-          log: (l: CallLog) =>
-            void ctx.mcpReq.notify({ method: 'notifications/message', params: { ...l } }).catch(() => undefined),
-        }
-      : {}),
-  };
+  return { ...relayedProgress(ctx.mcpReq, progressToken), ...relayedLog(ctx.mcpReq, logLevel) };
 }
