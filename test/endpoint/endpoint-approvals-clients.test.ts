@@ -1,10 +1,10 @@
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approvalTools } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { startApprovalEndpoints } from './approval-endpoints.js';
+import { type TestMcpServer } from '../servers/index.js';
+import type { startApprovalEndpoints } from './approval-endpoints.js';
 import { INSPECTORS, NODE_22, lastJson, runProcess, type ProcessResult } from './inspector-clis.js';
+import { startApprovalEndpointsOnDb } from '../support/fixtures/approval-endpoints.js';
 
 const AI_SDK_CALL = join(dirname(fileURLToPath(import.meta.url)), 'ai-sdk-call.mjs');
 
@@ -31,12 +31,7 @@ describe('approvals any client can finish: the Inspector CLI 2.x and the AI SDK'
   let token: string;
 
   beforeAll(async () => {
-    [stack, upstream] = await Promise.all([
-      startApprovalEndpoints(),
-      startTestMcpServer({ era: 'modern', tools: approvalTools() }),
-    ]);
-    await stack.system.setServer('db', upstream.url);
-    await stack.system.createAgent('ops', ['db'], 3);
+    ({ stack, upstream } = await startApprovalEndpointsOnDb());
     ({ token } = await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', name: 'clients' }));
   }, 120_000);
 

@@ -3,9 +3,11 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ApprovalView } from '@mcpx/contracts';
-import { approvalTools, stoppedCall } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { startApprovalEndpoints, type Path } from './approval-endpoints.js';
+import { stoppedCall } from '../approvals/approval-tools.js';
+import { type TestMcpServer } from '../servers/index.js';
+import type { startApprovalEndpoints } from './approval-endpoints.js';
+import { type Path } from './approval-endpoints.js';
+import { startApprovalEndpointsOnDb } from '../support/fixtures/approval-endpoints.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unknown> };
@@ -52,12 +54,7 @@ describe('approvals any client can finish: the same call re-sent runs once', () 
     );
 
   beforeAll(async () => {
-    [stack, upstream] = await Promise.all([
-      startApprovalEndpoints(),
-      startTestMcpServer({ era: 'modern', tools: approvalTools() }),
-    ]);
-    await stack.system.setServer('db', upstream.url);
-    await stack.system.createAgent('ops', ['db'], 3);
+    ({ stack, upstream } = await startApprovalEndpointsOnDb());
     tokens.a = (await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', name: 'a' })).token;
     tokens.b = (await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', name: 'b' })).token;
   }, 120_000);

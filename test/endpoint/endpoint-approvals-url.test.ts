@@ -3,10 +3,11 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { approvalTools } from '../approvals/approval-tools.js';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { startApprovalEndpoints, type Path } from './approval-endpoints.js';
+import { type TestMcpServer } from '../servers/index.js';
+import type { startApprovalEndpoints } from './approval-endpoints.js';
+import { type Path } from './approval-endpoints.js';
 import { modernCall } from './raw-mcp.js';
+import { startApprovalEndpointsOnDb } from '../support/fixtures/approval-endpoints.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unknown> };
@@ -61,12 +62,7 @@ describe('approvals any client can finish: a URL question to a client that opens
   };
 
   beforeAll(async () => {
-    [stack, upstream] = await Promise.all([
-      startApprovalEndpoints(),
-      startTestMcpServer({ era: 'modern', tools: approvalTools() }),
-    ]);
-    await stack.system.setServer('db', upstream.url);
-    await stack.system.createAgent('ops', ['db'], 3);
+    ({ stack, upstream } = await startApprovalEndpointsOnDb());
     const token = async (fields: Record<string, unknown>): Promise<string> =>
       (await stack.system.api.act<{ token: string }>('CreateAgentToken', { agent: 'ops', ...fields })).token;
     [tokens.plain, tokens.other, tokens.mayApprove] = await Promise.all([

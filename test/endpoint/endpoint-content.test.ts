@@ -7,9 +7,9 @@ import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/e
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { everyBlockTools, hostileContentTools } from '../servers/content-tools.js';
+import { lessConnectorKeys, type Result } from './client-results.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
-type Result = Record<string, unknown> & { content?: Array<Record<string, unknown>>; _meta?: Record<string, unknown> };
 type Caller = (
   url: string,
   headers: Record<string, string>,
@@ -38,28 +38,6 @@ const callers: Record<'v2 (2026-07-28)' | 'v1 (2025-11-25)', Caller> = {
     }
   },
 };
-
-/**
- * A result less what is not the server's to compare: `_meta` keys of the connector (`io.mcpx/…`,
- * forged by the test server to prove they are dropped) and the protocol's server info (each
- * server names itself), at the result's and each block's level.
- */
-function lessConnectorKeys(result: Result): Result {
-  const strip = (meta: unknown): Record<string, unknown> | undefined => {
-    if (meta === null || typeof meta !== 'object') return undefined;
-    const kept = Object.fromEntries(
-      Object.entries(meta).filter(([k]) => !k.startsWith('io.mcpx/') && k !== 'io.modelcontextprotocol/serverInfo'),
-    );
-    return Object.keys(kept).length === 0 ? undefined : kept;
-  };
-  const withMeta = <T extends Record<string, unknown>>(v: T): T => {
-    const { _meta, ...rest } = v;
-    const meta = strip(_meta);
-    return (meta === undefined ? rest : { ...rest, _meta: meta }) as T;
-  };
-  const { resultType: _resultType, ...rest } = result;
-  return withMeta({ ...rest, content: result.content?.map((b) => withMeta(b)) });
-}
 
 const omitted = (block: Record<string, unknown> | undefined): Record<string, unknown> | undefined =>
   (block?._meta as Record<string, Record<string, unknown>> | undefined)?.['io.mcpx/omitted'];

@@ -13,6 +13,7 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
 import { INSPECTORS, lastJson, runInspector } from './inspector-clis.js';
 import { MODERN_VERSION, modernCall, post } from './raw-mcp.js';
 import { listAllTools } from '../support/fixtures/mcp-lists.js';
+import { legacyHeaders } from '../support/fixtures/legacy-raw-client.js';
 
 type ErrorMeta = { code: string; details: Record<string, unknown> };
 const errorOf = (result: { _meta?: Record<string, unknown> }): ErrorMeta =>
@@ -210,12 +211,7 @@ describe('the per-server face of an agent endpoint', () => {
     const ask = async (url: string): Promise<{ status: number; body: string; challenge: string | null }> => {
       const res = await fetch(url, {
         method: 'POST',
-        headers: {
-          ...auth(),
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2025-11-25',
-        },
+        headers: legacyHeaders(token),
         body: list,
       });
       return { status: res.status, body: await res.text(), challenge: res.headers.get('www-authenticate') };

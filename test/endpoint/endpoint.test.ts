@@ -6,6 +6,7 @@ import { startEverythingServer, type EverythingServer } from '../servers/everyth
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { listAllTools } from '../support/fixtures/mcp-lists.js';
+import { legacyHeaders } from '../support/fixtures/legacy-raw-client.js';
 
 /**
  * server-everything's tools as the connector sees them: 16, the 13 any client gets and the three it
@@ -102,12 +103,7 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     const page = async (cursor?: string): Promise<any> => {
       const res = await fetch(sys.urlOf(agentId), {
         method: 'POST',
-        headers: {
-          ...auth(),
-          'content-type': 'application/json',
-          accept: 'application/json, text/event-stream',
-          'mcp-protocol-version': '2025-11-25',
-        },
+        headers: legacyHeaders(token),
         body: JSON.stringify({
           jsonrpc: '2.0',
           id: 1,
@@ -140,12 +136,7 @@ describe('the agent MCP endpoint: both eras through the proxy', () => {
     // A cursor that is not one of ours is invalid params, not a crash.
     const res = await fetch(sys.urlOf(agentId), {
       method: 'POST',
-      headers: {
-        ...auth(),
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2025-11-25',
-      },
+      headers: legacyHeaders(token),
       body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: { cursor: '!!not-ours' } }),
     });
     const body = await res.text();

@@ -1,19 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   decodeInputAnsweredEvent,
-  makeSubjects,
   type InputAnsweredEvent,
   type InputRequestView,
   type Subjects,
 } from '@mcpx/contracts';
-import { connectRuntime, type InputRequired, type RuntimeConnection } from '@mcpx/proxy-client';
+import { type InputRequired, type RuntimeConnection } from '@mcpx/proxy-client';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
-import { ApiClient } from '../support/api-client.js';
-import { uniqueNamespace } from '../support/env.js';
-import { NatsAuthServer } from '../support/nats-auth-server.js';
+import type { ApiClient } from '../support/api-client.js';
+import type { NatsAuthServer } from '../support/nats-auth-server.js';
 import { SseSubscriber } from '../support/sse-client.js';
-import { ProcessSystem, eventually } from '../support/system.js';
+import { eventually } from '../support/system.js';
 import { INPUT_TOOLS } from './input-system.js';
+import { startLeastPrivilegeSystem, type LeastPrivilegeSystem } from '../support/fixtures/least-privilege.js';
 
 /**
  * The runtime's door on the stack's own NATS authorization (docs/bus.md#users): the services run as
@@ -24,47 +23,24 @@ import { INPUT_TOOLS } from './input-system.js';
  */
 describe('input requests over an authorized NATS, the runtime on its own credentials', () => {
   let nats: NatsAuthServer;
-  let system: ProcessSystem;
   let upstream: InputMcpServer;
   let api: ApiClient;
   let runtime: RuntimeConnection;
   let subjects: Subjects;
   let agent: string;
-  const prefix = uniqueNamespace().natsPrefix;
+  let fixture: LeastPrivilegeSystem<InputMcpServer> | undefined;
 
   beforeAll(async () => {
-    nats = await NatsAuthServer.start({ prefix });
-    [system, upstream] = await Promise.all([
-      ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
-      startInputMcpServer(),
-    ]);
-    subjects = makeSubjects(prefix);
-    api = new ApiClient(system.apiUrl);
-    await api.act('SetMcpServer', { name: 'ops', config: { url: upstream.url } });
-    agent = (
-      await api.act<{ agent: { id: string } }>('CreateAgent', {
-        name: 'ops-agent',
-        definition: { mcpServers: ['ops'] },
-      })
-    ).agent.id;
-    await eventually(
-      async () =>
-        (await api.act<{ tools: unknown[] }>('ListAgentTools', { agent })).tools.length >= INPUT_TOOLS
-          ? true
-          : undefined,
-      30_000,
-      'the input tools projected',
-    );
-    const { user, pass } = nats.credentials('runtime');
-    runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass }, maxReconnectAttempts: 0 });
+    fixture = await startLeastPrivilegeSystem({
+      upstream: () => startInputMcpServer(),
+      server: 'ops',
+      agent: 'ops-agent',
+      projected: { what: 'the input tools projected', ready: (tools) => tools.length >= INPUT_TOOLS },
+    });
+    ({ nats, upstream, api, runtime, subjects, agent } = fixture);
   }, 120_000);
 
-  afterAll(async () => {
-    await runtime?.close();
-    await upstream?.close();
-    await system?.stop();
-    await nats?.stop();
-  });
+  afterAll(() => fixture?.stop());
 
   it('"Deploy to prod?" reaches the account on /v1/events, the answer reaches the waiting runtime, and the call finishes', async () => {
     const stream = await SseSubscriber.open(api);

@@ -1,11 +1,12 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { describe, expect, it } from 'vitest';
+import { type TestMcpServer } from '../servers/index.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import type { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import type { RegistryHarness } from '../support/registry-harness.js';
+import { registryAndServerPerSuite } from '../support/fixtures/suites.js';
 
 /**
  * Attacks on the audit log and the reviews against the real registry (real Postgres, NATS, a real
@@ -17,13 +18,9 @@ import { RegistryHarness } from '../support/registry-harness.js';
 describe('the audit log never holds a secret; reviews are the account’s own', () => {
   let h: RegistryHarness;
   let remote: TestMcpServer;
-  beforeAll(async () => {
-    h = await RegistryHarness.start();
-    remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
-  });
-  afterAll(async () => {
-    await h?.stop();
-    await remote?.close();
+  registryAndServerPerSuite(shiftingTools, (started, server) => {
+    h = started;
+    remote = server;
   });
 
   const rowsOf = async (api: ApiClient): Promise<string> =>

@@ -1,21 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { describe, expect, it } from 'vitest';
+import { type TestMcpServer } from '../servers/index.js';
 import { shiftingTools, ToolShifts } from '../servers/shifting-tools.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import type { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
+import { registryAndServerPerSuite } from '../support/fixtures/suites.js';
 
 /** The README's walk-through from the terminal: pin, change a tool, review its diff, accept, read the audit log. */
 describe('mcpx tools review / accept and mcpx audit', () => {
   let h: RegistryHarness;
   let remote: TestMcpServer;
-  beforeAll(async () => {
-    h = await RegistryHarness.start();
-    remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
-  });
-  afterAll(async () => {
-    await h?.stop();
-    await remote?.close();
+  registryAndServerPerSuite(shiftingTools, (started, server) => {
+    h = started;
+    remote = server;
   });
 
   // A dozen mcpx runs, each its own node process compiling the CLI: minutes on a loaded box (its bound is below).

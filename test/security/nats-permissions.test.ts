@@ -1,12 +1,12 @@
 import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodePayload, makeSubjects, type ServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
-import { connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
+import { encodePayload, type ServerDiscoveredEvent, type Subjects } from '@mcpx/contracts';
+import { type RuntimeConnection } from '@mcpx/proxy-client';
 import { defaultTools, progressTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import { uniqueNamespace } from '../support/env.js';
-import { NatsAuthServer } from '../support/nats-auth-server.js';
-import { ProcessSystem, eventually } from '../support/system.js';
+import type { ApiClient } from '../support/api-client.js';
+import type { NatsAuthServer } from '../support/nats-auth-server.js';
+import { eventually } from '../support/system.js';
+import { startLeastPrivilegeSystem, type LeastPrivilegeSystem } from '../support/fixtures/least-privilege.js';
 
 /**
  * The stack's NATS with the project's authorization (docs/bus.md#users), the three services connected
@@ -16,43 +16,24 @@ import { ProcessSystem, eventually } from '../support/system.js';
  */
 describe('NATS least privilege against the real services', () => {
   let nats: NatsAuthServer;
-  let system: ProcessSystem;
-  let upstream: TestMcpServer;
   let api: ApiClient;
   let runtime: RuntimeConnection;
   let subjects: Subjects;
   let agent: string;
-  const prefix = uniqueNamespace().natsPrefix;
+  let fixture: LeastPrivilegeSystem<TestMcpServer> | undefined;
+  let prefix: string;
 
   beforeAll(async () => {
-    nats = await NatsAuthServer.start({ prefix });
-    [system, upstream] = await Promise.all([
-      ProcessSystem.start({ env: { NATS_PREFIX: prefix }, natsEnv: (s) => nats.env(s) }),
-      startTestMcpServer({ tools: [...defaultTools(), progressTool()] }),
-    ]);
-    subjects = makeSubjects(prefix);
-    api = new ApiClient(system.apiUrl);
-    await api.act('SetMcpServer', { name: 'demo', config: { url: upstream.url } });
-    agent = (
-      await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'helper', definition: { mcpServers: ['demo'] } })
-    ).agent.id;
-    // The projector (on its own NATS user) has projected the tool.
-    await eventually(
-      async () =>
-        JSON.stringify(await api.act('ListAgentTools', { agent })).includes('demo__echo') ? true : undefined,
-      30_000,
-      'demo__echo projected',
-    );
-    const { user, pass } = nats.credentials('runtime');
-    runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass }, maxReconnectAttempts: 0 });
+    fixture = await startLeastPrivilegeSystem({
+      upstream: () => startTestMcpServer({ tools: [...defaultTools(), progressTool()] }),
+      server: 'demo',
+      agent: 'helper',
+      projected: { what: 'demo__echo projected', ready: (tools) => tools.some((t) => t.name === 'demo__echo') },
+    });
+    ({ prefix, nats, api, runtime, subjects, agent } = fixture);
   }, 120_000);
 
-  afterAll(async () => {
-    await runtime?.close();
-    await upstream?.close();
-    await system?.stop();
-    await nats?.stop();
-  });
+  afterAll(() => fixture?.stop());
 
   /** A call through the proxy with the runtime's credentials: the end-to-end path still works. */
   const callEcho = async (message: string): Promise<string | undefined> => {
