@@ -8,7 +8,7 @@ import { createOutboundFetch } from '@mcpx/outbound';
 import { REDIS_FAIL_FAST, RateLimiter } from '@mcpx/shared-state';
 import {
   responseCutRecorder,
-  setupTelemetry,
+  serviceTelemetry,
   startInternalServer,
   tracingFetch,
   type Telemetry,
@@ -74,13 +74,12 @@ export async function startAuthorizationServer(
     ...(opts.logSink ? { sink: opts.logSink } : {}),
   });
   const trustedProxies = new TrustedProxies(settings.trustedProxies);
-  const telemetry =
-    opts.telemetry ??
-    (await setupTelemetry({
-      serviceName: 'authorization-server',
-      serviceInstanceId: settings.instanceId,
-      ...(settings.otlpEndpoint ? { otlpEndpoint: settings.otlpEndpoint } : {}),
-    }));
+  const telemetry = await serviceTelemetry(
+    opts.telemetry,
+    'authorization-server',
+    settings.instanceId,
+    settings.otlpEndpoint,
+  );
   const db = await openDatabase(settings, log);
   const redis = new Redis(settings.redisUrl, { ...REDIS_FAIL_FAST, lazyConnect: true });
   redis.on('error', (err: Error) => log.warn('redis unavailable', { err }));

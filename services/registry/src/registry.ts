@@ -7,7 +7,7 @@ import { createOutboundFetch } from '@mcpx/outbound';
 import { SecretBox } from '@mcpx/secrets';
 import {
   responseCutRecorder,
-  setupTelemetry,
+  serviceTelemetry,
   startInternalServer,
   tracingFetch,
   type Telemetry,
@@ -153,13 +153,7 @@ async function openFloor(config: Config, opts: RegistryOptions) {
   });
   // A malformed TRUSTED_PROXIES stops the start before anything is opened.
   const trustedProxies = new TrustedProxies(config.trustedProxies);
-  const telemetry =
-    opts.telemetry ??
-    (await setupTelemetry({
-      serviceName: 'registry',
-      serviceInstanceId: config.instanceId,
-      ...(config.otlpEndpoint ? { otlpEndpoint: config.otlpEndpoint } : {}),
-    }));
+  const telemetry = await serviceTelemetry(opts.telemetry, 'registry', config.instanceId, config.otlpEndpoint);
   const { db, redis, bus } = await openConnections(config, log);
   // A Redis that is unbounded or evicts is said at start (deploy/k8s/datastores.yaml): never fatal.
   await warnRedisMemory(redis, log);
