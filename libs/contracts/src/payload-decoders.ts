@@ -18,6 +18,7 @@ import {
   shape,
   str,
   type Rule,
+  type Shaped,
 } from './field-rules.js';
 import type { InputAnsweredEvent, InputRequestedEvent } from './inputs.js';
 import type { OAuthRefreshAnswer, OAuthRefreshRequest } from './oauth-refresh.js';
@@ -28,13 +29,11 @@ import type {
   AgentToolsChangedEvent,
   ApprovalDecidedEvent,
   ApprovalRequestedEvent,
-  HeldToolStatus,
   CallProgress,
   ProxyCancel,
   RunEnded,
   ServerDeletedEvent,
   ServerDiscoveredEvent,
-  ServerStatus,
   ToolsObserved,
 } from './payloads.js';
 import { decodeStrict } from './codec.js';
@@ -70,32 +69,66 @@ const remoteTool: Rule<RemoteTool> = shape({
   _meta: optional(anyMap),
 });
 
-/** A held change as a server's status shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/stored`). */
-export const heldToolStatus: Rule<HeldToolStatus> = shape({
+/**
+ * A tool of a pinned server whose changed or new contract waits for review (`pending`) or was
+ * rejected: `withheld` when agents do not have the tool at all (a new tool, an incompatible
+ * change, any change under `strict`), else they keep its accepted contract. As a server's status
+ * shows it (`ServerStatus.heldTools`); the registry's `held_cbor` column keeps the same (`@mcpx/stored`).
+ */
+const heldToolStatusTable = {
+  /** The remote tool name. */
   name: str,
+  /** The held contract's CID. */
   cid: anyStr,
   reason: oneOf('held_for_review'),
   state: oneOf('pending', 'rejected'),
   withheld: bool,
-});
+};
+export type HeldToolStatus = Shaped<typeof heldToolStatusTable>;
+export const heldToolStatus: Rule<HeldToolStatus> = shape(heldToolStatusTable);
 
-/** `status_cbor`'s shape, every field of it. */
-export const serverStatus: Rule<ServerStatus> = shape({
+/** `status_cbor` of an mcp_servers record, every field of it. Times are ISO-8601 strings. */
+const serverStatusTable = {
   state: oneOf(ServerStates.ok, ServerStates.error, ServerStates.authRequired, ServerStates.unknown),
+  /** The failure as it came (bounded, scrubbed; never a secret): the detail a person asks for. */
   error: optional(anyStr),
+  /**
+   * The failure in one line a person understands, with what to try ("the server answered 404 at
+   * /mpc; MCP servers usually serve /mcp"); absent when nothing better than `error` can be said.
+   */
   summary: optional(anyStr),
   checkedAt: optional(anyStr),
   lastOkAt: optional(anyStr),
+  /** The transport the last successful discovery used (recorded when it was found by fallback). */
   transport: optional(transport),
+  /** Failed discoveries in a row; drives the background re-probe backoff. */
   failures: optional(int),
+  /**
+   * No longer written: an authorization is bound to the browser of the signer who asks for it
+   * (AuthorizeMcpServer answers a single-use ticket URL). A status recorded earlier may still
+   * hold an authorization server's URL, which no longer completes on its own.
+   */
   authorizationUrl: optional(anyStr),
+  /** The protocol era of the last successful discovery (from its era verdict). */
   era: optional(oneOf('modern', 'legacy')),
+  /** The protocol version negotiated by the last successful discovery (e.g. `2026-07-28`). */
   protocolVersion: optional(anyStr),
+  /**
+   * Tools the server listed that are not projected, each with why (e.g. an invalid
+   * `x-mcp-header` annotation): nothing the server offers is silently lost.
+   */
   skippedTools: optional(list(shape({ name: anyStr, reason: anyStr }))),
+  /**
+   * The freshness hints the server gave with its tool list (2026-07-28 `ttlMs`/`cacheScope`):
+   * how long the list may be kept, and whether it may serve another auth context (`private`: never).
+   */
   listTtlMs: optional(num),
   listCacheScope: optional(oneOf('public', 'private')),
+  /** A pinned server (`config.pin`): its held changes, see {@link HeldToolStatus}. */
   heldTools: optional(list(heldToolStatus)),
-});
+};
+export type ServerStatus = Shaped<typeof serverStatusTable>;
+export const serverStatus: Rule<ServerStatus> = shape(serverStatusTable);
 
 /** `registry.oauth.refresh`. */
 export const decodeOAuthRefreshRequest: (bytes: Uint8Array) => OAuthRefreshRequest = payloadDecoder('oauthRefresh', {

@@ -9,6 +9,9 @@ import type {
 } from '@mcpx/domain';
 import type { LogLevel } from './call-log.js';
 import type { WireErrorShape } from './errors.js';
+import type { HeldToolStatus, ServerStatus } from './payload-decoders.js';
+
+export type { HeldToolStatus, ServerStatus };
 
 /** The transport a server is reached over: pinned by its config or found by discovery. */
 export const Transports = { http: 'http', sse: 'sse' } as const;
@@ -21,62 +24,6 @@ export const ServerStates = {
   unknown: 'unknown',
 } as const;
 export type ServerState = (typeof ServerStates)[keyof typeof ServerStates];
-
-/** `status_cbor` of an mcp_servers record. Times are ISO-8601 strings. */
-export interface ServerStatus {
-  state: ServerState;
-  /** The failure as it came (bounded, scrubbed; never a secret): the detail a person asks for. */
-  error?: string;
-  /**
-   * The failure in one line a person understands, with what to try ("the server answered 404 at
-   * /mpc; MCP servers usually serve /mcp"); absent when nothing better than `error` can be said.
-   */
-  summary?: string;
-  checkedAt?: string;
-  lastOkAt?: string;
-  /** The transport the last successful discovery used (recorded when it was found by fallback). */
-  transport?: Transport;
-  /** Failed discoveries in a row; drives the background re-probe backoff. */
-  failures?: number;
-  /**
-   * No longer written: an authorization is bound to the browser of the signer who asks for it
-   * (AuthorizeMcpServer answers a single-use ticket URL). A status recorded earlier may still
-   * hold an authorization server's URL, which no longer completes on its own.
-   */
-  authorizationUrl?: string;
-  /** The protocol era of the last successful discovery (from its era verdict). */
-  era?: 'modern' | 'legacy';
-  /** The protocol version negotiated by the last successful discovery (e.g. `2026-07-28`). */
-  protocolVersion?: string;
-  /**
-   * Tools the server listed that are not projected, each with why (e.g. an invalid
-   * `x-mcp-header` annotation): nothing the server offers is silently lost.
-   */
-  skippedTools?: Array<{ name: string; reason: string }>;
-  /**
-   * The freshness hints the server gave with its tool list (2026-07-28 `ttlMs`/`cacheScope`):
-   * how long the list may be kept, and whether it may serve another auth context (`private`: never).
-   */
-  listTtlMs?: number;
-  listCacheScope?: 'public' | 'private';
-  /** A pinned server (`config.pin`): its held changes, see {@link HeldToolStatus}. */
-  heldTools?: HeldToolStatus[];
-}
-
-/**
- * A tool of a pinned server whose changed or new contract waits for review (`pending`) or was
- * rejected: `withheld` when agents do not have the tool at all (a new tool, an incompatible
- * change, any change under `strict`), else they keep its accepted contract.
- */
-export interface HeldToolStatus {
-  /** The remote tool name. */
-  name: string;
-  /** The held contract's CID. */
-  cid: string;
-  reason: 'held_for_review';
-  state: 'pending' | 'rejected';
-  withheld: boolean;
-}
 
 /** Payload of `mcp.events.server.discovered.<acct>.<server>`. */
 export interface ServerDiscoveredEvent {
