@@ -23,7 +23,6 @@
  * ≤ 1.5× relay + responder; sequential p50 ≤ the relay's + 0.5 ms. `BENCH_QUICK=1`: the modern
  * rows only.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -32,11 +31,11 @@ import {
   ModernStreamableHTTPClientTransport,
   StreamableHTTPClientTransport,
 } from '../test/support/sdk-client.js';
-import { freePort } from '../test/servers/free-port.js';
 import { startBareRelay, type BareRelay } from '../test/support/bare-relay.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
-import { ROOT, eventually } from '../test/support/system.js';
+import { ROOT } from '../test/support/system.js';
 import { processCpuMs as cpuOf, runPhase as run, startEchoUpstream as startUpstream } from './support/measure.js';
+import { startServiceProcess, type ServiceProcess } from './support/service-process.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
@@ -63,45 +62,15 @@ function profileArgs(role: 'endpoint' | 'proxy' | 'relay' | 'responder'): string
  */
 const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
 
-async function startEndpointProcess(
-  system: ProxySystem,
-  root = ROOT,
-): Promise<{ url: string; child: ChildProcess; logs: string[] }> {
-  const port = await freePort();
-  const logs: string[] = [];
-  const child = spawn(
-    process.execPath,
-    [
-      ...(root === ROOT ? profileArgs('endpoint') : []),
-      '--import',
-      'tsx',
-      join(root, 'services', 'endpoint', 'src', 'main.ts'),
-    ],
-    {
-      cwd: root,
-      env: {
-        ...process.env,
-        ...system.env,
-        HTTP_PORT: String(port),
-        INTERNAL_HTTP_PORT: String(await freePort()),
-        LOG_LEVEL: 'warn',
-        INSTANCE_ID: `endpoint-bench-${port}`,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
-  );
-  child.stdout?.on('data', (d: Buffer) => logs.push(d.toString()));
-  child.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`endpoint exited: ${logs.join('')}`);
-      return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-    },
-    60_000,
-    'endpoint healthy',
-  );
-  return { url, child, logs };
+async function startEndpointProcess(system: ProxySystem, root = ROOT): Promise<ServiceProcess> {
+  return await startServiceProcess({
+    root,
+    service: 'endpoint',
+    label: 'endpoint-bench',
+    env: { ...system.env, LOG_LEVEL: 'warn' },
+    nodeArgs: root === ROOT ? profileArgs('endpoint') : [],
+    timeoutMs: 60_000,
+  });
 }
 
 interface Row {
@@ -167,8 +136,8 @@ async function main(): Promise<void> {
     },
   });
   let proxy: ProxyProcess | undefined;
-  let endpoint: { url: string; child: ChildProcess; logs: string[] } | undefined;
-  let baseline: { url: string; child: ChildProcess; logs: string[] } | undefined;
+  let endpoint: ServiceProcess | undefined;
+  let baseline: ServiceProcess | undefined;
   let relay: BareRelay | undefined;
   const clients: Array<{ close(): Promise<void> }> = [];
   try {

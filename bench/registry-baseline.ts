@@ -8,12 +8,11 @@
  * operation, then the ratio of this checkout's to the baseline's. `REGISTRY_BENCH=baseline` runs
  * only this part.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../test/servers/index.js';
-import { freePort } from '../test/servers/free-port.js';
 import { ApiClient } from '../test/support/api-client.js';
-import { ROOT, eventually, systemEnv } from '../test/support/system.js';
+import { ROOT, systemEnv } from '../test/support/system.js';
+import { startServiceProcess } from './support/service-process.js';
 import { percentile, processCpuMs } from './support/measure.js';
 
 const UPSTREAMS = 10;
@@ -32,32 +31,14 @@ async function startRegistryProcess(
   root: string,
   env: Record<string, string>,
 ): Promise<Registry> {
-  const port = await freePort();
-  const logs: string[] = [];
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'services', 'registry', 'src', 'main.ts')], {
-    cwd: root,
-    env: {
-      ...process.env,
-      ...env,
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
-      INTERNAL_HTTP_PORT: String(await freePort()),
-      INSTANCE_ID: `registry-bench-${label}-${port}`,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const running = await startServiceProcess({
+    root,
+    service: 'registry',
+    label: `registry-bench-${label}`,
+    env,
+    timeoutMs: 120_000,
   });
-  child.stdout?.on('data', (d: Buffer) => logs.push(d.toString()));
-  child.stderr?.on('data', (d: Buffer) => logs.push(d.toString()));
-  const url = `http://127.0.0.1:${port}`;
-  await eventually(
-    async () => {
-      if (child.exitCode !== null) throw new Error(`${label} registry exited: ${logs.join('')}`);
-      return (await fetch(`${url}/healthz`).catch(() => undefined))?.ok ? true : undefined;
-    },
-    120_000,
-    `${label} registry healthy`,
-  );
-  return { label, url, child, logs };
+  return { label, ...running };
 }
 
 async function stopProcess(child: ChildProcess): Promise<void> {
