@@ -4,3 +4,4 @@ export type { ApprovalWait, CallInput, CallOutcome, InputRequired, InputWait, Li
 export { connectRuntime, runtimeInboxPrefix } from './runtime-connection.js';
 export type { RuntimeConnection, RuntimeConnectionOptions, RuntimeCredentials } from './runtime-connection.js';
 export { TaskClient, type TaskWait } from './tasks.js';
+export { RequestMux, type MuxRequestOptions } from './request-mux.js';

@@ -26,6 +26,7 @@ import { watchDecisions, watchInputAnswers } from './decisions.js';
 import { publishNotification } from './notifications.js';
 import { decodeCallReply, listenCall } from './call-reply.js';
 import { StickyRuns } from './sticky-runs.js';
+import { RequestMux } from './request-mux.js';
 import {
   DEFAULT_LIVENESS,
   inputRequiredOf,
@@ -57,6 +58,7 @@ export class ProxyClient {
   private readonly liveness: LivenessOptions;
   private readonly checks: Counter | undefined;
   private readonly endpointRuns: boolean;
+  private readonly mux: RequestMux;
 
   /**
    * `endpointRuns`: this client is the agent endpoint's, and may call in its runs
@@ -68,6 +70,7 @@ export class ProxyClient {
     opts: { liveness?: LivenessOptions; meter?: Meter; endpointRuns?: boolean } = {},
   ) {
     this.endpointRuns = opts.endpointRuns === true;
+    this.mux = new RequestMux(nc);
     this.liveness = opts.liveness ?? DEFAULT_LIVENESS;
     this.checks = opts.meter?.createCounter('mcpx_proxy_client_held_checks_total', {
       description: 'Checks that a long call is still held by a proxy instance, by answer (here, silent, lost)',
@@ -94,14 +97,7 @@ export class ProxyClient {
     const timeout = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS) + REPLY_MARGIN_MS;
     let data: Uint8Array;
     try {
-      const headers = traceHeaders();
-      data = (
-        await this.nc.request(
-          this.subjects.proxyRelay,
-          payload,
-          headers === undefined ? { timeout } : { timeout, headers },
-        )
-      ).data;
+      data = (await this.mux.request(this.subjects.proxyRelay, payload, { timeout, headers: traceHeaders() })).data;
     } catch (err) {
       if (isNoResponders(err))
         throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the request');
@@ -332,7 +328,7 @@ export class ProxyClient {
         return true;
       };
       const check = async (): Promise<void> => {
-        const here = await this.nc
+        const here = await this.mux
           .request(this.subjects.proxyCallHeld, encodePayload(held), { timeout: answerMs })
           .then(
             () => true,
@@ -371,8 +367,7 @@ export class ProxyClient {
   private async send(subject: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
     let data: Uint8Array;
     try {
-      const headers = traceHeaders();
-      data = (await this.nc.request(subject, payload, headers === undefined ? { timeout } : { timeout, headers })).data;
+      data = (await this.mux.request(subject, payload, { timeout, headers: traceHeaders() })).data;
     } catch (err) {
       // No responders goes up as it is (the caller tries the queue group, or says transport_error).
       switch (natsFailure(err)) {

@@ -15,9 +15,10 @@ const getter: TextMapGetter<MsgHdrs> = {
   keys(carrier) {
     return carrier.keys();
   },
+  // One scan of the keys per header asked (`has` then `values` made two, on every message received).
   get(carrier, key) {
-    if (!carrier.has(key, Match.IgnoreCase)) return undefined;
     const values = carrier.values(key, Match.IgnoreCase);
+    if (values.length === 0) return undefined;
     return values.length === 1 ? values[0] : values;
   },
 };
