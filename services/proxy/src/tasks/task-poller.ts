@@ -111,6 +111,8 @@ export class TaskPoller {
       await this.flush();
       const free = POLL_CONCURRENCY - this.inflight.size;
       if (free <= 0 || this.timer === undefined) return;
+      // Before the claim is sent: the claim's own time (the database's) is no earlier.
+      const claimedAt = Date.now();
       const rows = await this.deps.store.claimDue(
         this.deps.instance,
         this.deps.settings.leaseMs,
@@ -122,7 +124,7 @@ export class TaskPoller {
         // Still polled from an earlier claim: that poll writes its outcome.
         if (this.inflight.has(row.id)) continue;
         this.inflight.add(row.id);
-        void this.poll(row).finally(() => this.inflight.delete(row.id));
+        void this.poll(row, claimedAt).finally(() => this.inflight.delete(row.id));
       }
       this.again = rows.length === free;
     } catch (err) {
@@ -151,7 +153,7 @@ export class TaskPoller {
   }
 
   /** One poll of a claimed task: `tasks/get`, and on its end the result, under a `proxy.task.poll` span. */
-  private async poll(row: TaskRow): Promise<void> {
+  private async poll(row: TaskRow, claimedAt: number): Promise<void> {
     const started = performance.now();
     const span = this.deps.tracer.startSpan('proxy.task.poll', {
       kind: SpanKind.CLIENT,
@@ -166,6 +168,13 @@ export class TaskPoller {
     let outcome = 'ok';
     try {
       const target = await this.deps.target(row);
+      if (Date.now() - claimedAt > this.getTimeoutMs + this.deps.settings.leaseMs) {
+        // Its server's look-up outlived what the claim covers: another instance may poll the task
+        // by now, and a get sent now could come closer to that one than the interval allows.
+        outcome = 'late';
+        this.done.push({ id: row.id, next: new Date() });
+        return;
+      }
       outcome = await this.get(row, target);
       this.deps.onPolled?.(row);
     } catch (err) {
