@@ -108,6 +108,10 @@ export function answersOf(input: ToolCallInput): {
     ...(input.caps.elicitation === true ? { forms: true } : {}),
     ...(input.caps.sampling === true ? { sampling: true } : {}),
     ...(input.caps.roots === true ? { roots: true } : {}),
-    ...(input.task === 'modern' ? { tasks: true } : {}), // its task's questions, on tasks/get (docs/tasks.md#questions)
+    // Its task's questions: on tasks/get (2026-07-28), on tasks/result (a 2025 client that answers any) (docs/tasks.md#questions).
+    ...(input.task === 'modern' ||
+    (input.task === 'legacy' && (input.caps.elicitation === true || input.caps.sampling === true))
+      ? { tasks: true }
+      : {}),
   };
 }

@@ -10,7 +10,7 @@ import {
   type TaskView,
 } from '@mcpx/contracts';
 import type { TaskHandle } from '@mcpx/domain';
-import type { TaskClient } from '@mcpx/proxy-client';
+import type { TaskClient, TaskWait } from '@mcpx/proxy-client';
 import {
   MissingRequiredClientCapabilityError,
   ProtocolError,
@@ -27,15 +27,17 @@ import {
   clientQuestions,
   createTaskResult,
   declaresTasksExtension,
+  META_TASK_ID,
+  runningResult,
   wireTask,
   type TaskEra,
 } from './task-wire.js';
 
+/** Asks a task's client its round's questions (its own, unanswered) and gives their answers by key. */
+export type TaskAnswerer = NonNullable<TaskWait['answer']>;
+
 /** SEP-2575's MissingRequiredClientCapability: a request that needs a capability its client did not declare. */
 const MISSING_CLIENT_CAPABILITY = -32021;
-
-/** `_meta` key of a `tools/call` that waits for a task an earlier call of the same tool left running (clients without tasks). */
-export const META_TASK_ID = 'io.mcpx/taskId';
 
 /** A `tasks/result` (and a resumed call) waits this long for its task, then says it still runs. */
 const RESULT_WAIT_MS = 110_000;
@@ -222,7 +224,12 @@ export class EndpointTasks {
 
   private async get(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
     const view = await this.own(grant, id);
-    return era === 'legacy' ? wireTask(view, era) : await this.detailed(grant, view);
+    if (era === 'modern') return await this.detailed(grant, view);
+    // A 2025 client asked its task's questions (its call declared it answers them) takes them with tasks/result.
+    const asking = await this.asking(grant, view);
+    return asking === undefined
+      ? wireTask(view, era)
+      : { ...wireTask(view, era), status: 'input_required', statusMessage: ASKING_CLIENT };
   }
 
   /**
@@ -249,12 +256,29 @@ export class EndpointTasks {
     };
   }
 
+  /**
+   * 2025-11-25 `tasks/result` on the lean path (lean-calls.ts): as {@link result}, the task's
+   * questions of this client asked with `answer` meanwhile, each round's answers handed to the task.
+   */
+  legacyResult(grant: TokenGrant, id: string, signal: AbortSignal, answer: TaskAnswerer): Promise<CallToolResult> {
+    return this.traced('tasks/result', grant, () => this.result(grant, id, signal, answer));
+  }
+
   /** 2025-11-25 `tasks/result`: waits for the task to end (bounded), then its result as the call would have answered. */
-  private async result(grant: TokenGrant, id: string, signal: AbortSignal): Promise<CallToolResult> {
+  private async result(
+    grant: TokenGrant,
+    id: string,
+    signal: AbortSignal,
+    answer?: TaskAnswerer,
+  ): Promise<CallToolResult> {
     const view = await this.own(grant, id);
     const ended = isFinalTaskState(view.state)
       ? view
-      : await this.deps.tasks.waitTask(grant.account, id, { timeoutMs: RESULT_WAIT_MS, signal });
+      : await this.deps.tasks.waitTask(grant.account, id, {
+          timeoutMs: RESULT_WAIT_MS,
+          signal,
+          ...(answer !== undefined ? { answer } : {}),
+        });
     if (!isFinalTaskState(ended.state))
       throw new ProtocolError(
         ProtocolErrorCode.InternalError,
@@ -362,27 +386,4 @@ function inputResponsesOf(mcpReq: { inputResponses?: unknown }): Record<string, 
 function protocolErrorOf(err: unknown): ProtocolError {
   const wire = err instanceof WireError ? err : toWireError(err);
   return new ProtocolError(ProtocolErrorCode.InternalError, wire.message, { code: wire.code });
-}
-
-/** The result of a call whose task still runs, for a client that asked for no task: what it is and how to take its result. */
-export function runningResult(tool: string, handle: TaskHandle): CallToolResult {
-  const status = handle.statusMessage ? `${handle.state}: ${handle.statusMessage}` : handle.state;
-  return {
-    content: [
-      {
-        type: 'text',
-        text:
-          `${tool} is still running as task ${handle.id} (${status}); it goes on after this answer. ` +
-          `To wait for its result, call ${tool} again with the same arguments and _meta {"${META_TASK_ID}": "${handle.id}"}, ` +
-          `or ask tasks/result (MCP tasks) for taskId ${handle.id} on this endpoint with this token.`,
-      },
-    ],
-    _meta: {
-      'io.mcpx/task': {
-        id: handle.id,
-        state: handle.state,
-        ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}),
-      },
-    },
-  };
 }

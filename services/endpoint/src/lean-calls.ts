@@ -4,6 +4,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   type CallToolResult,
+  type InputRequiredResult,
 } from '@modelcontextprotocol/server';
 import type { CallLog } from '@mcpx/contracts';
 import type { TokenGrant } from './agent-tokens.js';
@@ -12,12 +13,14 @@ import type { LogLevels } from './log-levels.js';
 import { declaresForms, declaresUrl, type ToolCalls } from './tool-calls.js';
 import type { TokenFailures } from './token-failures.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
-import { declaresTasksExtension } from './task-wire.js';
+import { RELATED_TASK_META_KEY, clientQuestions, declaresTasksExtension, isCreatedTask } from './task-wire.js';
+import type { EndpointTasks } from './endpoint-tasks.js';
 import {
   header,
   isObject,
   leanCallOf,
   leanCandidate,
+  legacyTaskResultOf,
   mirrorsHeaders,
   type Json,
   type LeanRequestCall,
@@ -123,6 +126,13 @@ export class LeanCalls {
     if (!isObject(msg)) return fallback(req, res, body);
     if (!candidate.modern && (await this.questions.answered(msg, grant, res))) return;
     if (!candidate.modern && msg.method === 'initialize') await this.questions.rememberInitialize(grant, msg);
+    // A 2025 client's tasks/result: its task's questions of it are asked on the answer's stream.
+    if (!candidate.modern && msg.method === 'tasks/result') {
+      const asked = legacyTaskResultOf(msg);
+      const tasks = this.deps.calls.tasks;
+      if (asked === undefined || tasks === undefined) return fallback(req, res, body);
+      return this.legacyTaskResult(res, grant, asked, tasks);
+    }
     const call = leanCallOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
@@ -136,6 +146,8 @@ export class LeanCalls {
     if (set === null || doc === undefined || mirrorsHeaders(doc)) return fallback(req, res, body);
     // A task tool's call by a client that declared tasks may become a task: the SDK's path answers it.
     if (doc.taskSupport !== undefined && declaresTasksExtension(call.caps)) return fallback(req, res, body);
+    // A 2025 call asking for a task of a tool without task support: the SDK's path answers it as it does.
+    if (call.asksTask === true && doc.taskSupport === undefined) return fallback(req, res, body);
     const named = { ...call, name: doc.name, toolSet: set };
     return candidate.modern ? this.modern(req, res, grant, named) : this.legacy(req, res, grant, named);
   }
@@ -164,6 +176,8 @@ export class LeanCalls {
       signal,
       path: 'lean',
       ...(fresh ? { toolSet: call.toolSet } : {}),
+      // A 2025 call that asked for a task answers with the created task; the client's declared answers go with it (call-input.ts).
+      ...(call.asksTask === true ? { task: 'legacy' as const } : {}),
     };
   }
 
@@ -243,10 +257,51 @@ export class LeanCalls {
         if (abort.signal.aborted) return;
         requestState = typeof result.requestState === 'string' ? result.requestState : undefined;
       }
-      text = JSON.stringify({ result: resultJson(final, false, this.deps.serverInfo), jsonrpc: '2.0', id: call.id });
+      // A created task (`{task}`) goes as it was made.
+      const json = isCreatedTask(final) ? final : resultJson(final, false, this.deps.serverInfo);
+      text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {
       if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
       text = rpcErrorJson(call.id, err);
+    } finally {
+      abort.done();
+    }
+    if (res.destroyed) return;
+    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+    res.end(sseMessage(text));
+  }
+
+  /**
+   * A 2025 `tasks/result` (docs/tasks.md#questions): waits for the task as the SDK's path does,
+   * and meanwhile asks the client the task's questions addressed to it (its call declared that it
+   * answers them) as requests related to the task on this answer's stream, with ids naming this
+   * instance; each round's answers go to the task (`answerTask`), which then goes on upstream.
+   */
+  private async legacyTaskResult(
+    res: ServerResponse,
+    grant: TokenGrant,
+    asked: { id: string | number; taskId: string },
+    tasks: EndpointTasks,
+  ): Promise<void> {
+    const abort = abortOnClose(res);
+    let text: string;
+    try {
+      const declared = await this.deps.clients.declared(grant.id);
+      const related = { [RELATED_TASK_META_KEY]: { taskId: asked.taskId } };
+      const result = await tasks.legacyResult(grant, asked.taskId, abort.signal, (_items, round) => {
+        if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+        const inputRequests = Object.fromEntries(
+          Object.entries(clientQuestions(round)).map(([key, q]) => [
+            key,
+            { method: q.method, params: { ...q.params, _meta: related } },
+          ]),
+        );
+        return this.questions.ask(grant, res, { inputRequests } as InputRequiredResult, declared, abort.signal);
+      });
+      text = JSON.stringify({ result: resultJson(result, false, this.deps.serverInfo), jsonrpc: '2.0', id: asked.id });
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+      text = rpcErrorJson(asked.id, err);
     } finally {
       abort.done();
     }

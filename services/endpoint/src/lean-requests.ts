@@ -12,6 +12,8 @@ const LEGACY_VERSIONS = new Set<string>(SUPPORTED_PROTOCOL_VERSIONS);
 /** Bodies the lean path takes; a larger one (or one without a length) goes to the SDK as it is. */
 const LEAN_MAX_BODY = 256 * 1024;
 const PARAM_KEYS = new Set(['name', 'arguments', '_meta']);
+/** A 2025 call may also ask for a task (`params.task`, an object: its `ttl` is the connector's to bound). */
+const LEGACY_PARAM_KEYS = new Set([...PARAM_KEYS, 'task']);
 const BODY_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 
 export type Json = Record<string, unknown>;
@@ -42,6 +44,8 @@ export interface LeanRequestCall {
   meta: Json | undefined;
   /** The client's declared capabilities (2026-07-28: in `_meta`; 2025: none here, its initialize's). */
   caps: Json;
+  /** A 2025 call that asks for a task (`params.task`). */
+  asksTask?: boolean;
 }
 
 /** A POST the lean path may serve, judged from its headers alone: the body's length and the era. */
@@ -93,8 +97,9 @@ export function leanCallOf(msg: Json, modern: boolean, req: IncomingMessage): Le
   for (const k of Object.keys(msg)) if (!BODY_KEYS.has(k)) return undefined;
   const params = msg.params;
   if (!isObject(params) || typeof params.name !== 'string') return undefined;
-  for (const k of Object.keys(params)) if (!PARAM_KEYS.has(k)) return undefined;
+  for (const k of Object.keys(params)) if (!(modern ? PARAM_KEYS : LEGACY_PARAM_KEYS).has(k)) return undefined;
   if (params.arguments !== undefined && !isObject(params.arguments)) return undefined;
+  if (params.task !== undefined && !isObject(params.task)) return undefined;
   const meta = params._meta;
   // Progress and log messages stream: the SDK's path.
   if (
@@ -116,5 +121,28 @@ export function leanCallOf(msg: Json, modern: boolean, req: IncomingMessage): Le
       return undefined;
     caps = declared;
   } else if (meta !== undefined && 'io.modelcontextprotocol/protocolVersion' in meta) return undefined;
-  return { id: msg.id, name: params.name, arguments: params.arguments ?? {}, meta, caps };
+  return {
+    id: msg.id,
+    name: params.name,
+    arguments: params.arguments ?? {},
+    meta,
+    caps,
+    ...(params.task !== undefined ? { asksTask: true } : {}),
+  };
+}
+
+/** The task id of a 2025 `tasks/result` whose body is exactly that request; else undefined. */
+export function legacyTaskResultOf(msg: Json): { id: string | number; taskId: string } | undefined {
+  if (
+    msg.jsonrpc !== '2.0' ||
+    msg.method !== 'tasks/result' ||
+    (typeof msg.id !== 'string' && typeof msg.id !== 'number')
+  )
+    return undefined;
+  for (const k of Object.keys(msg)) if (!BODY_KEYS.has(k)) return undefined;
+  const params = msg.params;
+  if (!isObject(params) || typeof params.taskId !== 'string' || params.taskId.length > 256) return undefined;
+  // The SDK v1 client sends its call's `task` along (nothing to it here).
+  for (const k of Object.keys(params)) if (k !== 'taskId' && k !== '_meta' && k !== 'task') return undefined;
+  return { id: msg.id, taskId: params.taskId };
 }

@@ -1,4 +1,5 @@
 import { TaskStates, type InputRequestItem, type TaskQuestionsView, type TaskView } from '@mcpx/contracts';
+import type { TaskHandle } from '@mcpx/domain';
 import { Server, type CallToolResult } from '@modelcontextprotocol/server';
 
 /**
@@ -16,6 +17,9 @@ export const TASKS_EXTENSION_ID = 'io.modelcontextprotocol/tasks';
 
 /** `_meta` key (2025-11-25) tying a `tasks/result` answer to its task. */
 export const RELATED_TASK_META_KEY = 'io.modelcontextprotocol/related-task';
+
+/** `_meta` key of a `tools/call` that waits for a task an earlier call of the same tool left running (clients without tasks). */
+export const META_TASK_ID = 'io.mcpx/taskId';
 
 /** Which dialect a request speaks. */
 export type TaskEra = 'legacy' | 'modern';
@@ -134,6 +138,11 @@ export function createTaskResult(view: TaskView, era: TaskEra): CallToolResult {
   return body as unknown as CallToolResult;
 }
 
+/** Whether a call's answer is a created task made by {@link createTaskResult} (written as it is). */
+export function isCreatedTask(result: object): boolean {
+  return createdTasks.has(result);
+}
+
 /**
  * The endpoint's per-request MCP server, which may answer `tools/call` with a created task. The
  * SDK checks a `tools/call` result against its era's CallToolResult, which a 2025 CreateTaskResult
@@ -158,4 +167,27 @@ export class TaskAwareServer extends Server {
       return (created as typeof result | undefined) ?? result;
     };
   }
+}
+
+/** The result of a call whose task still runs, for a client that asked for no task: what it is and how to take its result. */
+export function runningResult(tool: string, handle: TaskHandle): CallToolResult {
+  const status = handle.statusMessage ? `${handle.state}: ${handle.statusMessage}` : handle.state;
+  return {
+    content: [
+      {
+        type: 'text',
+        text:
+          `${tool} is still running as task ${handle.id} (${status}); it goes on after this answer. ` +
+          `To wait for its result, call ${tool} again with the same arguments and _meta {"${META_TASK_ID}": "${handle.id}"}, ` +
+          `or ask tasks/result (MCP tasks) for taskId ${handle.id} on this endpoint with this token.`,
+      },
+    ],
+    _meta: {
+      'io.mcpx/task': {
+        id: handle.id,
+        state: handle.state,
+        ...(handle.statusMessage !== undefined ? { statusMessage: handle.statusMessage } : {}),
+      },
+    },
+  };
 }

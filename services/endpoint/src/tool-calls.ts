@@ -75,6 +75,11 @@ export class ToolCalls {
     this.approvals = new CallApprovals(deps.approvals, deps.onError);
   }
 
+  /** The endpoint's tasks, when calls may become tasks (a 2025 `tasks/result` on the lean path is served by them). */
+  get tasks(): EndpointTasks | undefined {
+    return this.deps.tasks;
+  }
+
   /** A 2025 client's `notifications/cancelled` of its request `id`. */
   cancelled(grant: TokenGrant, id: unknown): void {
     if (typeof id !== 'string' && typeof id !== 'number') return;
