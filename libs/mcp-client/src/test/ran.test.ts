@@ -1,7 +1,7 @@
-import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freshSocketRequest } from './fresh-socket.js';
 import { holdTool, startTestMcpServer, type HeldCalls, type TestMcpServer } from '../../../../test/servers/index.js';
-import { connectMcp, McpClientError, type McpConnection, type McpHttpRequest } from '../index.js';
+import { connectMcp, McpClientError, type McpConnection } from '../index.js';
 
 /**
  * What a failed call may have run is the client's word, set where it knows (`McpClientError.ran`),
@@ -18,23 +18,6 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map(async (c) => await c.close()));
   await Promise.all(servers.splice(0).map(async (s) => await s.close()));
 });
-
-/**
- * The call path's request on a fresh socket each time (no keep-alive): a request never rides an
- * idle socket the server closed, which no client can tell from one that reached it.
- */
-const freshSocketRequest: McpHttpRequest = (url, opts) =>
-  new Promise((resolve, reject) => {
-    const req = httpRequest(
-      url,
-      { method: opts.method, headers: opts.headers, agent: false, ...(opts.signal ? { signal: opts.signal } : {}) },
-      (res) => {
-        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
-      },
-    );
-    req.on('error', reject);
-    req.end(opts.body);
-  });
 
 async function until(cond: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 1_000; i++) {

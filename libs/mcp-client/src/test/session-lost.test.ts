@@ -1,5 +1,5 @@
-import { request as httpRequest } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { freshSocketRequest } from './fresh-socket.js';
 import { startEverythingServer, startTestMcpServer, type EverythingServer } from '../../../../test/servers/index.js';
 import { startEverythingServerAt } from '../../../../test/servers/everything.js';
 import {
@@ -9,7 +9,6 @@ import {
   type EraVerdict,
   type McpCallResult,
   type McpConnection,
-  type McpHttpRequest,
 } from '../index.js';
 
 /**
@@ -29,20 +28,6 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map(async (c) => await c.close()));
   await Promise.all(servers.splice(0).map(async (s) => await s.close()));
 });
-
-/** Each request on a fresh socket: a kept-alive socket of the killed process is never reused. */
-const freshSocketRequest: McpHttpRequest = (url, opts) =>
-  new Promise((resolve, reject) => {
-    const req = httpRequest(
-      url,
-      { method: opts.method, headers: opts.headers, agent: false, ...(opts.signal ? { signal: opts.signal } : {}) },
-      (res) => {
-        resolve({ statusCode: res.statusCode ?? 0, headers: res.headers, body: res });
-      },
-    );
-    req.on('error', reject);
-    req.end(opts.body);
-  });
 
 async function everything(): Promise<EverythingServer> {
   const s = await startEverythingServer('streamableHttp');
