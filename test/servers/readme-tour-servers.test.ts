@@ -28,6 +28,7 @@ const EXPECTED: Record<string, { tools: string[] } | { oauth: true }> = {
   },
   'test/servers/shifting-upstream-main.ts': { tools: ['lookup', 'send_email'] },
   'test/servers/oauth-upstream-main.ts': { oauth: true },
+  'test/servers/tasks-upstream-main.ts': { tools: ['clarify-export', 'long-export', 'never-ends', 'quick'] },
 };
 
 const children: ChildProcess[] = [];

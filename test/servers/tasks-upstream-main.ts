@@ -5,7 +5,7 @@
  *
  *   node_modules/.bin/tsx test/servers/tasks-upstream-main.ts --port 3003 [--duration-ms 180000] [--poll-ms 500]
  *
- * It prints its URL (`tasks upstream at http://…/mcp`). Forked with an IPC channel (the bench), it
+ * It prints `{"url": …, "port": …}` on stdout once listening, as the other tour servers do. Forked with an IPC channel (the bench), it
  * sends `{url}` once listening and answers `{op: 'gets', from, to, minGapMs}` (the `tasks/get`s it
  * saw per task: the closest two of one task, how many were closer than `minGapMs` (and of those, how
  * many ended in `[from, to)`), how many fell in `[from, to)`) and `{op: 'ends'}` (when each task, by format, was done upstream).
@@ -79,7 +79,7 @@ if (counting) {
   process.on('disconnect', () => void upstream.close().then(() => process.exit(0)));
   process.send!({ url: upstream.url });
 } else {
-  process.stdout.write(`tasks upstream at ${upstream.url}\n`);
+  process.stdout.write(`${JSON.stringify({ url: upstream.url, port: Number(new URL(upstream.url).port) })}\n`);
   const stop = (): void => void upstream.close().then(() => process.exit(0));
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);

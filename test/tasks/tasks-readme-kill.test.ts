@@ -94,7 +94,7 @@ describe("the README's kill -9 of a task's poller, as printed", () => {
     });
     let printed = '';
     server.stdout!.on('data', (d: Buffer) => (printed += d.toString('utf8')));
-    const url = await eventually(async () => /tasks upstream at (\S+)/.exec(printed)?.[1], 60_000, 'the task server');
+    const url = await eventually(async () => /"url":"([^"]+)"/.exec(printed)?.[1], 60_000, 'the task server');
 
     const cli = async (line: string, replace: (w: string) => string = (w) => w) => {
       const out = await runCli(words(line).slice(4).map(replace), env);
