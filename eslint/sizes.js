@@ -1,14 +1,12 @@
 // Sizes a person can hold: no source file over 400 lines, no function over 80 (blank lines and
-// comments count, as a reader sees them). The files below were over when the rule came in; each
-// keeps its size of that day as a ceiling that may only come down. When a file shrinks, lower its
-// ceiling; when it is under the floor, remove its line. Never raise one: split the file instead.
+// comments count, as a reader sees them). The files that were over when the rule came in kept their
+// size as a ceiling that could only come down; every one is under the floor now, so the list is
+// empty. Never add a line to it: split the file instead.
 export const MAX_FILE_LINES = 400;
 export const MAX_FUNCTION_LINES = 80;
 
 /** @type {Record<string, { lines?: number, function?: number }>} */
-export const CEILINGS = {
-  'services/proxy/src/proxy.ts': { function: 152 },
-};
+export const CEILINGS = {};
 
 /** ESLint config blocks: the floor for every source file, then each ceiling for its own file. */
 export function sizeRules(files) {

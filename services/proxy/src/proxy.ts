@@ -47,6 +47,57 @@ export interface RunningProxy {
 
 /** Wires the proxy from its configuration and starts answering calls. */
 export async function startProxy(config: Config, opts: ProxyOptions = {}): Promise<RunningProxy> {
+  const floor = await openFloor(config, opts);
+  const path = await callPath(config, opts, floor);
+  const { instance, log, telemetry } = floor;
+  const { handler, pool } = path;
+  const stats = (): ProxyStats => ({
+    instance,
+    ...pool.stats,
+    inflight: handler.inflightCount,
+    ...handler.counts,
+    invalidations: floor.catalog.invalidations,
+  });
+  const nats = await serveNats(floor, path, stats);
+  await floor.bus.nc.flush();
+  let ready = true;
+  const health = await startProxyHttp(config, telemetry, stats, () => ready);
+  log.info('proxy ready', {
+    instance,
+    health: health.url,
+    internal: health.internalUrl,
+    natsService: nats.service.name,
+    limits: path.limits,
+  });
+  let stopping: Promise<void> | undefined;
+  return {
+    healthUrl: health.url,
+    internalUrl: health.internalUrl,
+    instance,
+    stats,
+    stop: () =>
+      (stopping ??= (async () => {
+        ready = false;
+        await nats.stop();
+        floor.catalog.close();
+        await pool.closeAll();
+        await path.activity?.stop();
+        await health.close();
+        await floor.bus.close();
+        await floor.limiter.close();
+        floor.redis.disconnect();
+        await floor.db.destroy();
+        await floor.outboundFetch.close();
+        if (opts.telemetry === undefined) await telemetry.shutdown();
+      })()),
+  };
+}
+
+type Floor = Awaited<ReturnType<typeof openFloor>>;
+type CallPath = Awaited<ReturnType<typeof callPath>>;
+
+/** What every part stands on: the logger, telemetry, Postgres (its schema migrated), NATS, Redis, the outbound fetch, the catalog. */
+async function openFloor(config: Config, opts: ProxyOptions) {
   const instance = config.instanceId.replace(/[^A-Za-z0-9_-]/g, '_');
   const log = createLogger('proxy', {
     level: config.logLevel,
@@ -78,6 +129,12 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const reads = proxyReads(db);
   const catalog = new Catalog(reads, new SecretBox(config.keyring), config.builtinEndpoints);
   catalog.listen(bus.nc, bus.subjects, log);
+  return { instance, log, telemetry, db, bus, redis, limiter, outboundFetch, reads, catalog };
+}
+
+/** The call path: the pool, the gates, the tokens, the call log, the task broker and the handler over them. */
+async function callPath(config: Config, opts: ProxyOptions, f: Floor) {
+  const { instance, log, telemetry, db, bus, redis, limiter, outboundFetch, reads, catalog } = f;
   // Legacy servers ask by pushing elicitation/create during a call: held here while a person answers.
   const legacyAsks = new LegacyAsks();
   const pool = connectionPool(
@@ -130,14 +187,13 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     logs: new LogRelay((subject, value) => bus.notify(subject, value), bus.subjects, telemetry.meter),
     ...(activity !== undefined ? { activity } : {}),
   });
-  const stats = (): ProxyStats => ({
-    instance,
-    ...pool.stats,
-    inflight: handler.inflightCount,
-    ...handler.counts,
-    invalidations: catalog.invalidations,
-  });
+  return { pool, limits, maxPayload, inputs, oauth, activity, taskStore, broker, handler };
+}
 
+/** What the proxy serves on NATS: calls, relayed requests, upstream watches, tasks, notices; and their stop, in order. */
+async function serveNats(f: Floor, p: CallPath, stats: () => ProxyStats) {
+  const { instance, log, telemetry, bus, outboundFetch, reads, catalog } = f;
+  const { handler, pool, inputs, broker } = p;
   const service = await startCallService({ nc: bus.nc, subjects: bus.subjects, instance, handler, stats, log });
   // Resources, prompts and completions of granted servers (the agent endpoint's): ./relay-requests.ts.
   const relay = new RelayRequests({
@@ -148,8 +204,8 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     pool,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
-    oauth,
-    maxPayload,
+    oauth: p.oauth,
+    maxPayload: p.maxPayload,
     log,
     inputs,
   });
@@ -157,45 +213,19 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
   const watches = upstreamWatches({ bus, instance, catalog, telemetry, log, outboundFetch, reads });
   watches.start();
-  const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: taskStore, broker, log, inputs });
+  const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: p.taskStore, broker, log, inputs });
   broker.start();
   const subs = listenNotices(bus, handler, pool, instance);
-  await bus.nc.flush();
-  let ready = true;
-  const health = await startProxyHttp(config, telemetry, stats, () => ready);
-  log.info('proxy ready', {
-    instance,
-    health: health.url,
-    internal: health.internalUrl,
-    natsService: service.name,
-    limits,
-  });
-  let stopping: Promise<void> | undefined;
   return {
-    healthUrl: health.url,
-    internalUrl: health.internalUrl,
-    instance,
-    stats,
-    stop: () =>
-      (stopping ??= (async () => {
-        ready = false;
-        await service.stop().catch((err: unknown) => log.warn('service stop failed', { err: err as Error }));
-        relay.stop();
-        await watches.stop();
-        taskService.unsubscribe();
-        await broker.stop();
-        for (const s of subs) s.unsubscribe();
-        catalog.close();
-        await pool.closeAll();
-        await activity?.stop();
-        await health.close();
-        await bus.close();
-        await limiter.close();
-        redis.disconnect();
-        await db.destroy();
-        await outboundFetch.close();
-        if (opts.telemetry === undefined) await telemetry.shutdown();
-      })()),
+    service,
+    stop: async (): Promise<void> => {
+      await service.stop().catch((err: unknown) => log.warn('service stop failed', { err: err as Error }));
+      relay.stop();
+      await watches.stop();
+      taskService.unsubscribe();
+      await broker.stop();
+      for (const s of subs) s.unsubscribe();
+    },
   };
 }
 
