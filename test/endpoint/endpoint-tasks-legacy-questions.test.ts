@@ -57,7 +57,7 @@ describe('endpoint: a 2025 client answers its task’s questions on tasks/result
     );
     if (elicitation)
       client.setRequestHandler(ElicitRequestSchema, (request) => {
-        asked.push(request.params as Json);
+        asked.push(request.params);
         return Promise.resolve({ action: 'accept' as const, content: { interpretation: 'snake' } });
       });
     await client.connect(
@@ -128,7 +128,7 @@ describe('endpoint: a 2025 client answers its task’s questions on tasks/result
         { jsonrpc: '2.0', id: 7, method: 'tasks/get', params: { taskId } },
         LEGACY,
       );
-      expect((got.message?.result as Json | undefined)?.status).toBe('working');
+      expect(got.message?.result?.status).toBe('working');
       // Another token's tasks/result of it: not found, asked nothing.
       const foreign = await post(
         sys.urlOf('asker'),
