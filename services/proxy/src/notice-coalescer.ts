@@ -8,7 +8,7 @@ export const COALESCE_MS = 250;
  * last change. One timer per key with a pending window; `close` drops them all.
  */
 export class NoticeCoalescer<K, V> {
-  private readonly windows = new Map<K, { pending: number; timer: NodeJS.Timeout }>();
+  private readonly windows = new Map<K, { pending: number; value: V; timer: NodeJS.Timeout }>();
 
   constructor(
     private readonly emit: (value: V, count: number) => void,
@@ -30,6 +30,7 @@ export class NoticeCoalescer<K, V> {
   private open(key: K, value: V): void {
     const w = {
       pending: 0,
+      value,
       timer: setTimeout(() => {
         this.windows.delete(key);
         if (w.pending === 0) return;
@@ -41,12 +42,16 @@ export class NoticeCoalescer<K, V> {
     this.windows.set(key, w);
   }
 
-  /** Forgets a key (its subscription ended): a pending count is dropped with it. */
+  /**
+   * Ends a key's window (its subscription ended, or its connection was lost under it): what it
+   * counted passes now, so the last change is never lost with the subscription.
+   */
   forget(key: K): void {
     const w = this.windows.get(key);
     if (w === undefined) return;
     clearTimeout(w.timer);
     this.windows.delete(key);
+    if (w.pending > 0) this.emit(w.value, w.pending);
   }
 
   close(): void {
