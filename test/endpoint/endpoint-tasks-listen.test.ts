@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport, type SubscriptionFilter } from '@modelcontextprotocol/client';
 import { startTasksUpstream, TASKS_EXTENSION, type TasksUpstream } from '../servers/tasks-upstream.js';
+import { collectSseMessages } from '../support/fixtures/sse-messages.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { MODERN_VERSION, post } from './raw-mcp.js';
@@ -50,23 +51,7 @@ async function rawListen(url: string, token: string, notifications: Json, declar
     messages.push((await res.json()) as Json);
     return { status: res.status, messages, ended: () => true, close: () => ctl.abort() };
   }
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const dec = new TextDecoder();
-  void (async () => {
-    let buf = '';
-    for (;;) {
-      const chunk = await reader.read().catch(() => ({ done: true as const, value: undefined }));
-      if (chunk.done) return void (ended = true);
-      buf += dec.decode(chunk.value, { stream: true });
-      let at: number;
-      while ((at = buf.indexOf('\n\n')) >= 0) {
-        const event = buf.slice(0, at);
-        buf = buf.slice(at + 2);
-        for (const line of event.split('\n'))
-          if (line.startsWith('data: ')) messages.push(JSON.parse(line.slice(6)) as Json);
-      }
-    }
-  })();
+  collectSseMessages(res.body as ReadableStream<Uint8Array>, messages, () => (ended = true));
   await eventually(async () => (messages.length > 0 ? true : undefined), 10_000, 'the acknowledgement');
   return { status: res.status, messages, ended: () => ended, close: () => ctl.abort() };
 }

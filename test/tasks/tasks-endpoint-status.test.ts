@@ -3,6 +3,7 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
+import { collectSseMessages } from '../support/fixtures/sse-messages.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 import { post } from '../endpoint/raw-mcp.js';
@@ -27,23 +28,7 @@ async function openGet(url: string, token: string): Promise<GetStream> {
   if (!(res.headers.get('content-type') ?? '').includes('text/event-stream'))
     throw new Error(`no GET stream: ${res.status} ${await res.text()}`);
   const messages: Json[] = [];
-  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
-  const dec = new TextDecoder();
-  void (async () => {
-    let buf = '';
-    for (;;) {
-      const chunk = await reader.read().catch(() => ({ done: true as const, value: undefined }));
-      if (chunk.done) return;
-      buf += dec.decode(chunk.value, { stream: true });
-      let at: number;
-      while ((at = buf.indexOf('\n\n')) >= 0) {
-        const event = buf.slice(0, at);
-        buf = buf.slice(at + 2);
-        for (const line of event.split('\n'))
-          if (line.startsWith('data: ')) messages.push(JSON.parse(line.slice(6)) as Json);
-      }
-    }
-  })();
+  collectSseMessages(res.body as ReadableStream<Uint8Array>, messages);
   return { messages, close: () => ctl.abort() };
 }
 
