@@ -1,13 +1,11 @@
-import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { createMcpHandler, Server } from '@modelcontextprotocol/server';
+import { Server } from '@modelcontextprotocol/server';
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
-import { listenOnLoopback } from '../servers/loopback.js';
+import { serveStatelessMcp } from '../servers/stateless-mcp.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 type LogParams = { level: string; logger?: string; data: unknown };
@@ -42,16 +40,7 @@ async function startNoisyUpstream(): Promise<{ url: string; close(): Promise<voi
     });
     return server;
   };
-  const handler = createMcpHandler(factory, { legacy: 'stateless' });
-  const node = toNodeHandler(handler);
-  const listening = await listenOnLoopback(createServer((req, res) => void node(req, res)));
-  return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
-    close: async () => {
-      await handler.close();
-      await listening.close();
-    },
-  };
+  return serveStatelessMcp(factory);
 }
 
 /**
