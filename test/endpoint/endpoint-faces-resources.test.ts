@@ -11,6 +11,7 @@ import { startEverythingServer, type EverythingServer } from '../servers/everyth
 import { noResourceTemplates, serveStatelessMcp } from '../servers/stateless-mcp.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { eventually } from '../support/system.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 /** What the hostile upstream lists: URIs a client must never be handed, one fine one, an app, a huge one. */
 const HOSTILE_URIS = [
@@ -123,11 +124,7 @@ describe('resources and prompts through the endpoint faces', () => {
   const faceUrl = (server: string): string => `${sys.endpoint.url}/v1/agents/reader/servers/${server}/mcp`;
   const connect = async (url: string): Promise<Client> => {
     const client = new Client({ name: 'v2-resources', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), withBearer(token)));
     return client;
   };
 
@@ -176,9 +173,7 @@ describe('resources and prompts through the endpoint faces', () => {
 
   it('serves an SDK v1 client (2025-11-25) the same resources and prompts', async () => {
     const client = new V1Client({ name: 'v1-resources', version: '1.0.0' });
-    await client.connect(
-      new V1Transport(new URL(faceUrl('conf')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
-    );
+    await client.connect(new V1Transport(new URL(faceUrl('conf')), withBearer(token)));
     try {
       const text = await client.readResource({ uri: 'test://static-text' });
       expect(text.contents[0]).toMatchObject({

@@ -7,6 +7,7 @@ import { Server } from '@modelcontextprotocol/server';
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
 import { serveStatelessMcp } from '../servers/stateless-mcp.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 type LogParams = { level: string; logger?: string; data: unknown };
 /** Within the 2,000 events the proxy reads of one response stream (a longer stream ends the call, `maybe_executed`). */
@@ -71,20 +72,14 @@ describe('log messages of a call through the endpoint', () => {
     const { token } = await sys.token('logger');
     const client = new V1Client({ name: 'v1-logs', version: '1.0.0' });
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params as LogParams));
-    await client.connect(
-      new V1Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
-    );
+    await client.connect(new V1Transport(new URL(url), withBearer(token)));
     return client;
   };
   const v2 = async (url: string, logs: LogParams[]): Promise<Client> => {
     const { token } = await sys.token('logger');
     const client = new Client({ name: 'v2-logs', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     client.setNotificationHandler('notifications/message', (n) => void logs.push(n.params as LogParams));
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), withBearer(token)));
     return client;
   };
 
