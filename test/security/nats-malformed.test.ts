@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeStrict, encodePayload } from '@mcpx/contracts';
+import { sharedValueBomb } from '@mcpx/contracts/test-support';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
@@ -17,14 +18,6 @@ import { eventually } from '../support/system.js';
 
 const MARK = 'GARBAGE-MARKER-4f2a';
 const bytes = (...b: number[]): Uint8Array => Uint8Array.from(b);
-
-function sharedValueBomb(levels: number): Uint8Array {
-  const parts: number[] = [];
-  for (let i = 0; i < levels; i++) parts.push(0x82, 0xd8, 28);
-  parts.push(0x00);
-  for (let i = levels - 1; i >= 0; i--) parts.push(0xd8, 29, 0x18, i);
-  return Uint8Array.from(parts);
-}
 
 /** Not a map at all, or not CBOR, or refused by a DAG-CBOR rule: every decoder refuses these. */
 const undecodable: Array<[string, Uint8Array]> = [

@@ -13,6 +13,25 @@ const fieldOf = (fn: () => unknown): string | undefined => {
   return undefined;
 };
 
+/** SEP-1330's titled enum forms, written as a server writes them and kept as they are. */
+const PLAN = {
+  type: 'string',
+  oneOf: [
+    { const: 'free', title: 'Free' },
+    { const: 'team', title: 'Team' },
+  ],
+};
+const FEATURES = {
+  type: 'array',
+  items: {
+    anyOf: [
+      { const: 'sso', title: 'SSO' },
+      { const: 'audit', title: 'Audit' },
+    ],
+  },
+  maxItems: 2,
+};
+
 describe('the restricted elicitation schema', () => {
   const schema = checkRequestedSchema({
     type: 'object',
@@ -23,24 +42,9 @@ describe('the restricted elicitation schema', () => {
       seats: { type: 'integer', minimum: 1, maximum: 10 },
       ratio: { type: 'number', minimum: 0, maximum: 1 },
       admin: { type: 'boolean', default: false },
-      plan: {
-        type: 'string',
-        oneOf: [
-          { const: 'free', title: 'Free' },
-          { const: 'team', title: 'Team' },
-        ],
-      },
+      plan: PLAN,
       size: { type: 'string', enum: ['s', 'm'], enumNames: ['Small', 'Medium'] },
-      features: {
-        type: 'array',
-        items: {
-          anyOf: [
-            { const: 'sso', title: 'SSO' },
-            { const: 'audit', title: 'Audit' },
-          ],
-        },
-        maxItems: 2,
-      },
+      features: FEATURES,
       note: { type: 'string', minLength: 2, maxLength: 5 },
     },
     required: ['email', 'seats'],
@@ -49,24 +53,9 @@ describe('the restricted elicitation schema', () => {
   it('keeps only what a form shows and an answer is checked against', () => {
     expect(schema.properties.email).toEqual({ type: 'string', format: 'email', title: 'Email' });
     // SEP-1330's enum forms stay as the server wrote them: titled oneOf / anyOf, untitled enum, legacy enumNames.
-    expect(schema.properties.plan).toEqual({
-      type: 'string',
-      oneOf: [
-        { const: 'free', title: 'Free' },
-        { const: 'team', title: 'Team' },
-      ],
-    });
+    expect(schema.properties.plan).toEqual(PLAN);
     expect(schema.properties.size).toEqual({ type: 'string', enum: ['s', 'm'], enumNames: ['Small', 'Medium'] });
-    expect(schema.properties.features).toEqual({
-      type: 'array',
-      items: {
-        anyOf: [
-          { const: 'sso', title: 'SSO' },
-          { const: 'audit', title: 'Audit' },
-        ],
-      },
-      maxItems: 2,
-    });
+    expect(schema.properties.features).toEqual(FEATURES);
     expect('$schema' in schema).toBe(false);
   });
 

@@ -3,6 +3,7 @@ import { decodePayload, decodeStrict, encodePayload } from './codec.js';
 import { WireError } from './errors.js';
 import { BODY_LIMITS, StrictRules, type StrictLimits } from './strict-cbor.js';
 import { checkValueBounds } from './value-bounds.js';
+import { sharedValueBomb } from './hostile-cbor.test-support.js';
 
 const hex = (s: string): Uint8Array => Uint8Array.from(Buffer.from(s.replace(/\s+/g, ''), 'hex'));
 
@@ -17,15 +18,6 @@ function refusal(bytes: Uint8Array, limits?: StrictLimits): { field: unknown; ru
     return { field: w.details.field, rule: w.details.rule, message: w.message };
   }
   throw new Error('expected a refusal');
-}
-
-/** `levels` nested tag-28/29 pairs: each level's array holds the shared value twice (2^levels on expansion). */
-function sharedValueBomb(levels: number): Uint8Array {
-  const parts: number[] = [];
-  for (let i = 0; i < levels; i++) parts.push(0x82, 0xd8, 28);
-  parts.push(0x00);
-  for (let i = levels - 1; i >= 0; i--) parts.push(0xd8, 29, 0x18, i);
-  return Uint8Array.from(parts);
 }
 
 describe('decodeStrict', () => {

@@ -1,38 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { OutboundError } from './errors.js';
 import {
-  startLoopback,
+  LOOPBACK_POLICY,
+  perTest,
   rejection,
   sendGenerated,
   sendRepeated,
   type Encoding,
-  type Handler,
-  type LoopbackServer,
 } from './loopback-server.test-support.js';
-import { createOutboundFetch, type OutboundFetch, type OutboundFetchOptions } from './outbound-fetch.js';
-import type { OutboundPolicy } from './policy.js';
+import { createOutboundFetch } from './outbound-fetch.js';
 
-const loopback: OutboundPolicy = {
-  profile: 'production',
-  allowHttpHosts: ['127.0.0.1'],
-  allowPrivate: ['127.0.0.1/32'],
-};
-const cleanups: Array<() => Promise<void>> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function serve(handle: Handler): Promise<LoopbackServer> {
-  const s = await startLoopback(handle);
-  cleanups.push(() => s.close());
-  return s;
-}
-
-function outbound(opts: OutboundFetchOptions = {}): OutboundFetch {
-  const f = createOutboundFetch(loopback, opts);
-  cleanups.push(() => f.close());
-  return f;
-}
+const { serve, outbound } = perTest();
 
 async function tooLarge(promise: Promise<unknown>): Promise<OutboundError> {
   const err = await rejection(promise);
@@ -123,10 +101,12 @@ describe('bounded bodies: counted after decompression', () => {
   });
 
   it('refuses bounds that are not positive integers when wiring', () => {
-    expect(() => createOutboundFetch(loopback, { bounds: { maxBodyBytes: 0 } })).toThrow(
+    expect(() => createOutboundFetch(LOOPBACK_POLICY, { bounds: { maxBodyBytes: 0 } })).toThrow(
       'outbound bound maxBodyBytes must be a positive integer number of bytes',
     );
-    expect(() => createOutboundFetch(loopback, { bounds: { maxSseEventBytes: 1.5 } })).toThrow(/maxSseEventBytes/);
+    expect(() => createOutboundFetch(LOOPBACK_POLICY, { bounds: { maxSseEventBytes: 1.5 } })).toThrow(
+      /maxSseEventBytes/,
+    );
   });
 });
 

@@ -1,35 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { budgetedFetch } from './budgeted-fetch.js';
 import { OutboundError } from './errors.js';
-import {
-  startLoopback,
-  rejection,
-  sendGenerated,
-  type Handler,
-  type LoopbackServer,
-} from './loopback-server.test-support.js';
-import { createOutboundFetch, type OutboundFetch } from './outbound-fetch.js';
+import { perTest, rejection, sendGenerated } from './loopback-server.test-support.js';
 
-const cleanups: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-async function serve(handle: Handler): Promise<LoopbackServer> {
-  const s = await startLoopback(handle);
-  cleanups.push(() => s.close());
-  return s;
-}
-
-function outbound(): OutboundFetch {
-  const f = createOutboundFetch({
-    profile: 'production',
-    allowHttpHosts: ['127.0.0.1'],
-    allowPrivate: ['127.0.0.1/32'],
-  });
-  cleanups.push(() => f.close());
-  return f;
-}
+const { serve, outbound, cleanups } = perTest();
 
 async function outboundError(promise: Promise<unknown>): Promise<OutboundError> {
   const err = await rejection(promise);

@@ -7,6 +7,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createBrotliCompress, createDeflate, createGzip } from 'node:zlib';
 import type { Transform } from 'node:stream';
+import { afterEach } from 'vitest';
+import { createOutboundFetch, type OutboundFetch, type OutboundFetchOptions } from './outbound-fetch.js';
+import type { OutboundPolicy } from './policy.js';
 
 export type Encoding = 'identity' | 'gzip' | 'deflate' | 'br';
 
@@ -128,4 +131,41 @@ export async function rejection(promise: Promise<unknown>): Promise<Error> {
   );
   if (!(err instanceof Error) || err.message === 'expected a rejection') throw err;
   return err;
+}
+
+/** The policy under test: production, with the loopback servers' own address let through. */
+export const LOOPBACK_POLICY: OutboundPolicy = {
+  profile: 'production',
+  allowHttpHosts: ['127.0.0.1'],
+  allowPrivate: ['127.0.0.1/32'],
+};
+
+export interface PerTest {
+  /** A loopback server answering with `handle`, closed after the test. */
+  serve: (handle: Handler) => Promise<LoopbackServer>;
+  /** An outbound fetch under {@link LOOPBACK_POLICY}, closed after the test. */
+  outbound: (opts?: OutboundFetchOptions) => OutboundFetch;
+  /** What runs after each test, last added first; a test adds its own. */
+  cleanups: Array<() => Promise<void> | void>;
+}
+
+/** Servers and fetches a test file makes, each closed after the test that made it (registers an `afterEach`). */
+export function perTest(): PerTest {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return {
+    cleanups,
+    serve: async (handle) => {
+      const s = await startLoopback(handle);
+      cleanups.push(() => s.close());
+      return s;
+    },
+    outbound: (opts = {}) => {
+      const f = createOutboundFetch(LOOPBACK_POLICY, opts);
+      cleanups.push(() => f.close());
+      return f;
+    },
+  };
 }

@@ -1,9 +1,8 @@
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { keysUnder, testClock } from './redis-keys.test-support.js';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { keysUnder, race, suiteRedis, testClock } from './redis-keys.test-support.js';
 import { ApprovalStore, PendingApprovalsFullError } from './approval-store.js';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TTL_MS = 60_000;
 
 /** A store on a clock the test moves (no waiting), with a prefix of its own. */
@@ -16,10 +15,7 @@ const binding = { agent: 'ag', run: 'r1', tool: 'db__drop_table', argsHash: 'a'.
 const input = { ...binding, account: 'acct', server: 'db', remoteName: 'drop_table', arguments: { table: 't' } };
 
 describe('ApprovalStore windows (real Redis)', () => {
-  const redis = new Redis(redisUrl);
-  afterAll(async () => {
-    await redis.quit();
-  });
+  const redis = suiteRedis();
 
   it('waits up to the TTL for a decision; an approval is usable for the TTL from the decision, once', async () => {
     const { store, clock } = storeAt(redis);
@@ -46,12 +42,9 @@ describe('ApprovalStore windows (real Redis)', () => {
   it('the per-agent cap counts and records in one step: 30 racing creations record exactly the cap; a decision or an expiry frees a place', async () => {
     const { store, clock } = storeAt(redis);
     const cap = { maxPendingPerAgent: 3 };
-    const raced = await Promise.allSettled(Array.from({ length: 30 }, () => store.create(input, cap)));
-    const created = raced
-      .filter((r) => r.status === 'fulfilled')
-      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const { created, refused } = await race(30, () => store.create(input, cap));
     expect(created).toHaveLength(3);
-    for (const r of raced) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(PendingApprovalsFullError);
+    for (const reason of refused) expect(reason).toBeInstanceOf(PendingApprovalsFullError);
     expect(await store.listPending('acct')).toHaveLength(3);
     // Another agent of the account has places of its own.
     await store.create({ ...input, agent: 'other' }, cap);
@@ -67,17 +60,11 @@ describe('ApprovalStore windows (real Redis)', () => {
   it('the per-account cap counts every agent of the account in the same step: 40 racing creations over 20 agents record exactly the cap; the refusal names the account, writes nothing, and leaves other accounts alone', async () => {
     const { store, clock, prefix } = storeAt(redis);
     const caps = { maxPendingPerAgent: 3, maxPendingPerAccount: 5 };
-    const raced = await Promise.allSettled(
-      Array.from({ length: 40 }, (_, i) => store.create({ ...input, agent: `ag${i % 20}` }, caps)),
-    );
-    const created = raced
-      .filter((r) => r.status === 'fulfilled')
-      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const { created, refused } = await race(40, (i) => store.create({ ...input, agent: `ag${i % 20}` }, caps));
     expect(created).toHaveLength(5);
-    for (const r of raced) {
-      if (r.status === 'fulfilled') continue;
-      expect(r.reason).toBeInstanceOf(PendingApprovalsFullError);
-      expect(r.reason).toMatchObject({ scope: 'account', max: 5 });
+    for (const reason of refused) {
+      expect(reason).toBeInstanceOf(PendingApprovalsFullError);
+      expect(reason).toMatchObject({ scope: 'account', max: 5 });
     }
     expect(await store.listPending('acct')).toHaveLength(5);
     expect(await store.countPending()).toBe(5);
@@ -141,10 +128,7 @@ describe('ApprovalStore windows (real Redis)', () => {
 });
 
 describe('ApprovalStore.countPending: approvals waiting across accounts (real Redis)', () => {
-  const redis = new Redis(redisUrl);
-  afterAll(async () => {
-    await redis.quit();
-  });
+  const redis = suiteRedis();
 
   it("counts every account's pending approvals; a decision or the deadline takes one off", async () => {
     const { store, clock } = storeAt(redis);
@@ -165,10 +149,7 @@ describe('ApprovalStore.countPending: approvals waiting across accounts (real Re
 });
 
 describe('ApprovalStore bytes and global caps: what one account, and all of them, keep waiting in Redis (real Redis)', () => {
-  const redis = new Redis(redisUrl);
-  afterAll(async () => {
-    await redis.quit();
-  });
+  const redis = suiteRedis();
 
   /** Arguments that make a stored record of about `kib` KiB. */
   const sized = (kib: number, account = 'acct') => ({
@@ -180,19 +161,15 @@ describe('ApprovalStore bytes and global caps: what one account, and all of them
   it("the account's bytes budget counts the stored records: over it nothing is written and the refusal names the account and the bytes; a decision or the deadline gives the bytes back", async () => {
     const { store, clock, prefix } = storeAt(redis);
     const caps = { maxPendingBytesPerAccount: 100 * 1024 };
-    const raced = await Promise.allSettled(Array.from({ length: 12 }, () => store.create(sized(30), caps)));
-    const created = raced
-      .filter((r) => r.status === 'fulfilled')
-      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const { created, refused } = await race(12, () => store.create(sized(30), caps));
     expect(created).toHaveLength(3);
-    for (const r of raced)
-      if (r.status === 'rejected')
-        expect(r.reason).toMatchObject({
-          name: 'PendingApprovalsFullError',
-          scope: 'account',
-          unit: 'bytes',
-          max: 100 * 1024,
-        });
+    for (const reason of refused)
+      expect(reason).toMatchObject({
+        name: 'PendingApprovalsFullError',
+        scope: 'account',
+        unit: 'bytes',
+        max: 100 * 1024,
+      });
 
     const before = await keysUnder(redis, prefix);
     await expect(store.create(sized(30), caps)).rejects.toMatchObject({ scope: 'account', unit: 'bytes' });
@@ -216,12 +193,9 @@ describe('ApprovalStore bytes and global caps: what one account, and all of them
     const { store, prefix } = storeAt(redis);
     const mine = await store.create(input);
     const caps = { maxPendingPerAccount: 100, maxPendingGlobal: 20, maxPendingBytesGlobal: 0 };
-    const flood = await Promise.allSettled(
-      Array.from({ length: 60 }, (_, i) => store.create({ ...input, account: `fresh${i % 3}` }, caps)),
-    );
-    expect(flood.filter((r) => r.status === 'fulfilled')).toHaveLength(19);
-    for (const r of flood)
-      if (r.status === 'rejected') expect(r.reason).toMatchObject({ scope: 'global', unit: 'count', max: 20 });
+    const flood = await race(60, (i) => store.create({ ...input, account: `fresh${i % 3}` }, caps));
+    expect(flood.created).toHaveLength(19);
+    for (const reason of flood.refused) expect(reason).toMatchObject({ scope: 'global', unit: 'count', max: 20 });
     const before = await keysUnder(redis, prefix);
     await expect(store.create({ ...input, account: 'fresh9' }, caps)).rejects.toMatchObject({ scope: 'global' });
     expect(await keysUnder(redis, prefix)).toEqual(before);

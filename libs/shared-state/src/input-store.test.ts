@@ -1,10 +1,9 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
-import { keysUnder, testClock } from './redis-keys.test-support.js';
+import type { Redis } from 'ioredis';
+import { describe, expect, it } from 'vitest';
+import { keysUnder, race, suiteRedis, testClock } from './redis-keys.test-support.js';
 import { InputStore, PendingInputsFullError, type AnswerSealer, type InputCreate } from './input-store.js';
 
-const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TTL_MS = 60_000;
 
 /** AES-256-GCM with one key, the shape of the deployment's SecretBox (the services pass theirs). */
@@ -61,10 +60,7 @@ const base = (personKeys: string[]): InputCreate => ({
 });
 
 describe('InputStore (real Redis)', () => {
-  const redis = new Redis(redisUrl);
-  afterAll(async () => {
-    await redis.quit();
-  });
+  const redis = suiteRedis();
 
   it('lists a pending request, takes each question once, completes with the last, and is used once for its own call', async () => {
     const { store, clock, prefix } = storeAt(redis);
@@ -148,22 +144,15 @@ describe('InputStore (real Redis)', () => {
 });
 
 describe('InputStore caps: waiting input requests per agent and per account (real Redis)', () => {
-  const redis = new Redis(redisUrl);
-  afterAll(async () => {
-    await redis.quit();
-  });
+  const redis = suiteRedis();
 
   it('the per-agent cap counts and records in one step: 30 racing creations record exactly the cap; the last answer or the deadline frees a place', async () => {
     const { store, clock } = storeAt(redis);
     const caps = { maxPendingPerAgent: 3 };
-    const raced = await Promise.allSettled(Array.from({ length: 30 }, () => store.create(base(['confirm']), caps)));
-    const created = raced
-      .filter((r) => r.status === 'fulfilled')
-      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
+    const { created, refused } = await race(30, () => store.create(base(['confirm']), caps));
     expect(created).toHaveLength(3);
-    for (const r of raced)
-      if (r.status === 'rejected')
-        expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'agent', max: 3 });
+    for (const reason of refused)
+      expect(reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'agent', max: 3 });
     // Another agent of the account has places of its own; a runtime-only request is never counted.
     await store.create({ ...base(['confirm']), agent: 'other' }, caps);
     expect((await store.create(base([]), caps)).status).toBe('answered');
@@ -182,16 +171,12 @@ describe('InputStore caps: waiting input requests per agent and per account (rea
   it('the per-account cap counts every agent of the account in the same step: 40 racing creations over 20 agents record exactly the cap; the refusal names the account, writes nothing, and leaves other accounts alone', async () => {
     const { store, prefix } = storeAt(redis);
     const caps = { maxPendingPerAgent: 3, maxPendingPerAccount: 5 };
-    const raced = await Promise.allSettled(
-      Array.from({ length: 40 }, (_, i) => store.create({ ...base(['confirm']), agent: `ag${i % 20}` }, caps)),
+    const { created, refused } = await race(40, (i) =>
+      store.create({ ...base(['confirm']), agent: `ag${i % 20}` }, caps),
     );
-    const created = raced
-      .filter((r) => r.status === 'fulfilled')
-      .map((r) => (r as PromiseFulfilledResult<{ id: string }>).value);
     expect(created).toHaveLength(5);
-    for (const r of raced)
-      if (r.status === 'rejected')
-        expect(r.reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'account', max: 5 });
+    for (const reason of refused)
+      expect(reason).toMatchObject({ name: 'PendingInputsFullError', scope: 'account', max: 5 });
     expect(await store.listPending('acct')).toHaveLength(5);
     expect(await store.countPending()).toBe(5);
 
@@ -235,10 +220,7 @@ describe('InputStore caps: waiting input requests per agent and per account (rea
 });
 
 describe('InputStore.countPending: input requests waiting across accounts (real Redis)', () => {
-  const redis = new Redis(redisUrl);
-  afterAll(async () => {
-    await redis.quit();
-  });
+  const redis = suiteRedis();
 
   it('counts pending requests of every account; the last answer or the deadline takes one off; a runtime-only one never counts', async () => {
     const { store, clock } = storeAt(redis);

@@ -1,5 +1,29 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
+import { afterAll } from 'vitest';
+
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A connection to the real Redis for the enclosing `describe`, closed after its tests. */
+export function suiteRedis(): Redis {
+  const redis = new Redis(redisUrl);
+  afterAll(async () => {
+    await redis.quit();
+  });
+  return redis;
+}
+
+/** `n` creations started at once, each settled: what was created (in order) and why the others were refused. */
+export async function race<T>(
+  n: number,
+  create: (i: number) => Promise<T>,
+): Promise<{ created: T[]; refused: unknown[] }> {
+  const raced = await Promise.allSettled(Array.from({ length: n }, (_, i) => create(i)));
+  return {
+    created: raced.flatMap((r) => (r.status === 'fulfilled' ? [r.value] : [])),
+    refused: raced.flatMap((r) => (r.status === 'rejected' ? [r.reason as unknown] : [])),
+  };
+}
 
 /** A clock the test moves (no waiting) and a key prefix of the test's own. */
 export function testClock(): { clock: { now: number }; prefix: string } {
