@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { connectBus, type Bus } from '@mcpx/bus';
-import type { AccountCreation, Config } from '@mcpx/config';
+import { busConnection, type AccountCreation, type Config } from '@mcpx/config';
 import { CredentialReader } from '@mcpx/stored';
 import { createDb, migrate, type Db } from '@mcpx/db';
 import type { SingleFlight } from '@mcpx/shared-state';
@@ -58,15 +58,7 @@ export async function openConnections(config: Config, log: Logger): Promise<{ db
     redisDown = false;
   });
   await redis.connect();
-  const bus = await connectBus({
-    url: config.natsUrl,
-    name: `registry ${config.instanceId}`,
-    prefix: config.natsPrefix,
-    log,
-    ...(config.natsCredentials
-      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
-      : {}),
-  });
+  const bus = await connectBus({ ...busConnection(config), name: `registry ${config.instanceId}`, log });
   return { db, redis, bus };
 }
 
