@@ -261,14 +261,11 @@ export class LeanCalls {
       const json = isCreatedTask(final) ? final : resultJson(final, false, this.deps.serverInfo);
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {
-      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      text = rpcErrorJson(call.id, err);
+      text = this.failed(call.id, err);
     } finally {
       abort.done();
     }
-    if (res.destroyed) return;
-    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-    res.end(sseMessage(text));
+    endStream(res, text);
   }
 
   /**
@@ -300,18 +297,28 @@ export class LeanCalls {
       });
       text = JSON.stringify({ result: resultJson(result, false, this.deps.serverInfo), jsonrpc: '2.0', id: asked.id });
     } catch (err) {
-      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      text = rpcErrorJson(asked.id, err);
+      text = this.failed(asked.id, err);
     } finally {
       abort.done();
     }
-    if (res.destroyed) return;
-    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-    res.end(sseMessage(text));
+    endStream(res, text);
+  }
+
+  /** The JSON-RPC error answering `id`; a fault that is not a server's JSON-RPC error is reported too. */
+  private failed(id: string | number, err: unknown): string {
+    if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+    return rpcErrorJson(id, err);
   }
 
   /** Stops the questions waiting (the service is stopping): each is answered as not answered. */
   close(): void {
     this.questions.close();
   }
+}
+
+/** Ends an answer's event stream with its last message (opening it if nothing was sent yet), unless the client went away. */
+function endStream(res: ServerResponse, text: string): void {
+  if (res.destroyed) return;
+  if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+  res.end(sseMessage(text));
 }
