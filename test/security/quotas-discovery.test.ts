@@ -70,7 +70,7 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
       await new Promise((r) => setTimeout(r, 300));
       expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
       const { server } = await victim.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } });
-      expect(server.status.state).toBe('ok');
+      expect(server.status.state, JSON.stringify(server.status)).toBe('ok');
       expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
     } finally {
       await hang.release();
@@ -163,9 +163,8 @@ describe('quotas: discoveries in flight per account, across instances', () => {
       await new Promise((r) => setTimeout(r, 600));
       expect(hang.held()).toBe(MAX);
       // Another account is not held by this one's leases, on either instance.
-      expect(
-        (await other.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } })).server.status.state,
-      ).toBe('ok');
+      const fine = (await other.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } })).server;
+      expect(fine.status.state, JSON.stringify(fine.status)).toBe('ok');
       expect(hang.held()).toBe(MAX);
     } finally {
       await hang.release();
