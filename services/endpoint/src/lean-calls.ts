@@ -183,33 +183,46 @@ export class LeanCalls {
 
   private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
-    let text: string;
-    // A handler's JSON-RPC error is answered with 200, but for -32021 (400), as the SDK answers it.
-    let status = 200;
-    try {
-      const declared = {
-        elicitation: declaresForms(call.caps.elicitation),
-        elicitationUrl: declaresUrl(call.caps.elicitation),
-        sampling: call.caps.sampling !== undefined,
-        roots: call.caps.roots !== undefined,
-      };
-      const result = await this.deps.calls.call(this.callInput(req, grant, call, declared, abort.signal));
-      const json = isInputRequiredResult(result)
-        ? inputRequiredJson(result, this.deps.serverInfo)
-        : resultJson(result, true, this.deps.serverInfo);
-      text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
-    } catch (err) {
-      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number))
-        status = 400;
-      text = rpcErrorJson(call.id, err);
-    } finally {
+    const declared = {
+      elicitation: declaresForms(call.caps.elicitation),
+      elicitationUrl: declaresUrl(call.caps.elicitation),
+      sampling: call.caps.sampling !== undefined,
+      roots: call.caps.roots !== undefined,
+    };
+    // Written as soon as the call's outcome is known, before its span ends and its metrics are counted.
+    let answered = false;
+    const answer = (result: CallToolResult | InputRequiredResult | undefined, err: unknown): void => {
+      if (answered) return;
+      answered = true;
       abort.done();
-    }
-    if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json' });
-    // The same bytes as a write and an end, sent at once (no uncork deferred to the next tick).
-    res.end(text);
+      let text: string | undefined;
+      // A handler's JSON-RPC error is answered with 200, but for -32021 (400), as the SDK answers it.
+      let status = 200;
+      if (result !== undefined) {
+        try {
+          const json = isInputRequiredResult(result)
+            ? inputRequiredJson(result, this.deps.serverInfo)
+            : resultJson(result, true, this.deps.serverInfo);
+          text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
+        } catch (e) {
+          err = e;
+        }
+      }
+      if (text === undefined) {
+        if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+        if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number))
+          status = 400;
+        text = rpcErrorJson(call.id, err);
+      }
+      if (res.destroyed) return;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      // The same bytes as a write and an end, sent at once (no uncork deferred to the next tick).
+      res.end(text);
+    };
+    // What the call threw was answered; a throw before it was told anything is answered here.
+    await this.deps.calls
+      .call(this.callInput(req, grant, call, declared, abort.signal), answer)
+      .catch((err: unknown) => answer(undefined, err));
   }
 
   private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
