@@ -20,6 +20,7 @@ import {
   isObject,
   leanCallOf,
   leanCandidate,
+  legacyTaskCandidate,
   legacyTaskResultOf,
   mirrorsHeaders,
   type Json,
@@ -94,8 +95,9 @@ export class LeanCalls {
     body: string,
     fallback: Fallback,
     server?: string,
+    cors?: Record<string, string>,
   ): void {
-    this.serve(req, res, clientAddress, grant, body, fallback, server).catch((err: unknown) => {
+    this.serve(req, res, clientAddress, grant, body, fallback, server, cors).catch((err: unknown) => {
       this.deps.onError(err as Error);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -114,9 +116,11 @@ export class LeanCalls {
     body: string,
     fallback: Fallback,
     server: string | undefined,
+    cors: Record<string, string> | undefined,
   ): Promise<void> {
     const candidate = leanCandidate(req, clientAddress, this.deps);
-    if (candidate === undefined || Buffer.byteLength(body) !== candidate.length) return fallback(req, res, body);
+    if (candidate === undefined || Buffer.byteLength(body) !== candidate.length)
+      return this.legacyTaskRequest(req, res, clientAddress, grant, body, fallback, cors);
     let msg: unknown;
     try {
       msg = JSON.parse(body);
@@ -124,15 +128,10 @@ export class LeanCalls {
       return fallback(req, res, body);
     }
     if (!isObject(msg)) return fallback(req, res, body);
-    if (!candidate.modern && (await this.questions.answered(msg, grant, res))) return;
+    if (!candidate.modern && (await this.questions.answered(msg, grant, res, cors))) return;
     if (!candidate.modern && msg.method === 'initialize') await this.questions.rememberInitialize(grant, msg);
     // A 2025 client's tasks/result: its task's questions of it are asked on the answer's stream.
-    if (!candidate.modern && msg.method === 'tasks/result') {
-      const asked = legacyTaskResultOf(msg);
-      const tasks = this.deps.calls.tasks;
-      if (asked === undefined || tasks === undefined) return fallback(req, res, body);
-      return this.legacyTaskResult(res, grant, asked, tasks);
-    }
+    if (!candidate.modern && msg.method === 'tasks/result') return this.taskResultOf(res, grant, msg, body, fallback);
     const call = leanCallOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
@@ -281,6 +280,54 @@ export class LeanCalls {
     endStream(res, text);
   }
 
+  /** A 2025 `tasks/result` whose body is exactly that, served here (its task's questions asked on its stream); else the SDK's. */
+  private async taskResultOf(
+    res: ServerResponse,
+    grant: TokenGrant,
+    msg: Json,
+    body: string,
+    fallback: Fallback,
+    cors: Record<string, string> = {},
+  ): Promise<void> {
+    const asked = legacyTaskResultOf(msg);
+    const tasks = this.deps.calls.tasks;
+    if (asked === undefined || tasks === undefined) return fallback(res.req, res, body);
+    return this.legacyTaskResult(res, grant, asked, tasks, cors);
+  }
+
+  /**
+   * A 2025 request the lean path's rule leaves to the SDK's path (an `Origin`, no body length, a
+   * larger body) that is a `tasks/result` or an answer to a question asked on one: served here
+   * all the same, since the SDK's stateless serving can neither ask a task's questions nor take
+   * their answers (docs/tasks.md#questions). Everything else goes to the SDK's path.
+   */
+  private async legacyTaskRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    clientAddress: string,
+    grant: TokenGrant,
+    body: string,
+    fallback: Fallback,
+    cors: Record<string, string> | undefined,
+  ): Promise<void> {
+    // Cheap first: only a body that names tasks/result, or has no method (an answer), is parsed.
+    if (
+      (body.includes('"method"') && !body.includes('"tasks/result"')) ||
+      !legacyTaskCandidate(req, clientAddress, this.deps)
+    )
+      return fallback(req, res, body);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body);
+    } catch {
+      return fallback(req, res, body);
+    }
+    if (!isObject(msg)) return fallback(req, res, body);
+    if (await this.questions.answered(msg, grant, res, cors)) return;
+    if (msg.method === 'tasks/result') return this.taskResultOf(res, grant, msg, body, fallback, cors);
+    return fallback(req, res, body);
+  }
+
   /**
    * A 2025 `tasks/result` (docs/tasks.md#questions): waits for the task as the SDK's path does,
    * and meanwhile asks the client the task's questions addressed to it (its call declared that it
@@ -292,14 +339,16 @@ export class LeanCalls {
     grant: TokenGrant,
     asked: { id: string | number; taskId: string },
     tasks: EndpointTasks,
+    cors: Record<string, string>,
   ): Promise<void> {
     const abort = abortOnClose(res);
+    const head = { ...SSE_HEADERS, ...cors };
     let text: string;
     try {
       const declared = await this.deps.clients.declared(grant.id);
       const related = { [RELATED_TASK_META_KEY]: { taskId: asked.taskId } };
       const result = await tasks.legacyResult(grant, asked.taskId, abort.signal, (_items, round) => {
-        if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+        if (!res.headersSent) res.writeHead(200, head);
         const inputRequests = Object.fromEntries(
           Object.entries(clientQuestions(round)).map(([key, q]) => [
             key,
@@ -314,7 +363,7 @@ export class LeanCalls {
     } finally {
       abort.done();
     }
-    endStream(res, text);
+    endStream(res, text, head);
   }
 
   /** The JSON-RPC error answering `id`; a fault that is not a server's JSON-RPC error is reported too. */
@@ -330,8 +379,8 @@ export class LeanCalls {
 }
 
 /** Ends an answer's event stream with its last message (opening it if nothing was sent yet), unless the client went away. */
-function endStream(res: ServerResponse, text: string): void {
+function endStream(res: ServerResponse, text: string, head: Record<string, string> = SSE_HEADERS): void {
   if (res.destroyed) return;
-  if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+  if (!res.headersSent) res.writeHead(200, head);
   res.end(sseMessage(text));
 }
