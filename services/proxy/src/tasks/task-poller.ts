@@ -194,6 +194,8 @@ export class TaskPoller {
       },
     });
     let outcome = 'ok';
+    /** When its get went out (a failed get's next poll waits for what it may still do on its server). */
+    let sent: number | undefined;
     try {
       const target = await this.deps.target(row);
       if (Date.now() - (this.claimedAt.get(row.id) ?? 0) > this.flightMs + this.deps.settings.leaseMs) {
@@ -203,10 +205,11 @@ export class TaskPoller {
         this.done.push({ id: row.id, next: new Date() });
         return;
       }
+      sent = Date.now();
       outcome = await this.get(row, target);
       this.deps.onPolled?.(row);
     } catch (err) {
-      outcome = await this.failed(row, err);
+      outcome = await this.failed(row, err, sent === undefined ? 0 : Date.now() - sent);
     } finally {
       span.setAttribute('mcpx.task.status', outcome);
       endWithOutcome(span, outcome === 'error' || outcome === 'task_lost' ? outcome : undefined, outcome);
@@ -258,7 +261,7 @@ export class TaskPoller {
   }
 
   /** A poll that failed: the server forgot the task (it ends `failed`), or could not be reached (polled again later, backing off). */
-  private async failed(row: TaskRow, err: unknown): Promise<string> {
+  private async failed(row: TaskRow, err: unknown, outMs: number): Promise<string> {
     if (lostTask(err)) {
       await this.deps.ends.lost(row);
       return 'task_lost';
@@ -266,7 +269,12 @@ export class TaskPoller {
     const n = (this.failures.get(row.id) ?? 0) + 1;
     this.failures.set(row.id, n);
     if (this.failures.size > 100_000) this.failures.delete(this.failures.keys().next().value as string);
-    const wait = Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs);
+    // A get given up on may still be taken from its server's queue later: the longer it was out
+    // (a timeout: its server is that far behind), the longer the next one waits, past the backoff.
+    const wait = Math.max(
+      Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs),
+      2 * outMs,
+    );
     this.deps.log.warn('a task poll failed; polled again later', {
       task: row.id,
       server: row.server,
