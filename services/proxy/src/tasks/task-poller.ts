@@ -37,9 +37,10 @@ const POLL_CONCURRENCY = 64;
 /**
  * How long a poll's `tasks/get` is waited for. Never cut short to fit the lease: a get given up on
  * may still reach its server (queued in its backlog) after the next one, so the poll holds its task
- * (renewing the claim) until the answer comes, and only a get this old is given up on.
+ * (renewing the claim) until the answer comes, and only a get this old is given up on. Long: a task
+ * server on a loaded 2-core box took gets from its queue 75-90 s after they were sent.
  */
-const GET_TIMEOUT_MS = 30_000;
+const GET_TIMEOUT_MS = 120_000;
 /** The most a claim counts for a get under way (half the lease, at most 30 s): a poll still waiting past it renews the claim. */
 const CLAIM_FLIGHT_MAX_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
