@@ -10,7 +10,9 @@
  *   of the mean;
  * - `tasks/get` per task, counted by the server: no two of one task closer than the poll interval
  *   less its jitter (−10 %), and the mean per task per interval;
- * - each proxy's RSS before the tasks and with them open: the growth per open task;
+ * - each proxy's RSS before the tasks and with them open, and its live heap after a full
+ *   collection (`/stats/collected`, the proxies run with --expose-gc) over the tasks it created:
+ *   the growth per open task;
  * - while they are open, sample tasks on a second server (poll interval 1 s, done 3 s after their
  *   creation) awaited by a runtime with `waitTask`: the time from the task being done upstream to
  *   the runtime hearing it ended (goal: within one poll interval + 100 ms).
@@ -41,12 +43,19 @@ const JITTER = 0.1;
 
 interface ProxyStatsView {
   rss: number;
+  heapUsed: number;
   runs: number;
   connections: number;
+  collected?: boolean;
 }
 
 async function statsOf(p: ProxyProcess): Promise<ProxyStatsView> {
   return (await (await fetch(`${p.internalUrl}/stats`)).json()) as ProxyStatsView;
+}
+
+/** A proxy's stats after a full collection (the proxies run with --expose-gc): its live heap. */
+async function collectedOf(p: ProxyProcess): Promise<ProxyStatsView> {
+  return (await (await fetch(`${p.internalUrl}/stats/collected`)).json()) as ProxyStatsView;
 }
 
 /** A proxy's `tasks/get` polls so far (every outcome), from its Prometheus text. */
@@ -119,7 +128,8 @@ async function main(): Promise<void> {
   const procs: ProxyProcess[] = [];
   try {
     // One at a time: three starting at once on a loaded box can pass the start's bound.
-    for (let i = 0; i < 3; i++) procs.push(await spawnProxyProcess(system, env));
+    // --expose-gc: `/stats/collected` collects before it reads, so the live heap can be told from garbage.
+    for (let i = 0; i < 3; i++) procs.push(await spawnProxyProcess(system, env, ['--expose-gc']));
     await system.setServer('load', load.url);
     await system.setServer('sample', samples.url);
     await system.createAgent('bench', ['load', 'sample'], 6);
@@ -132,13 +142,28 @@ async function main(): Promise<void> {
 
     // Warm each proxy's call path, then its RSS before the tasks.
     await Promise.all(Array.from({ length: 30 }, (_, i) => system.call('bench', `warm-${i}`, 'load__quick', {})));
+    // And the path a new task takes (compiled before the first heap reading): tasks opened, then cancelled.
+    const warmTasks = await Promise.all(
+      Array.from({ length: 60 }, (_, i) =>
+        system
+          .call('bench', `warm-${i % 30}`, 'load__never-ends', {}, { task: true, taskWaitMs: 0 })
+          .catch(() => undefined),
+      ),
+    );
+    for (const w of warmTasks) {
+      const id = w?.result.task?.id;
+      if (id !== undefined) await tasks.cancelTask(system.account, id).catch(() => undefined);
+    }
     const rssBefore = await Promise.all(procs.map(async (p) => (await statsOf(p)).rss));
+    const heapBefore = await Promise.all(procs.map(async (p) => (await collectedOf(p)).heapUsed));
 
     const createdAt = performance.now();
     let next = 0;
     let failed = 0;
     let opened = 0;
     let firstError: string | undefined;
+    /** Tasks each proxy created (its instance answered the call): it holds and polls them. */
+    const createdBy = new Map<string, number>();
     await Promise.all(
       Array.from({ length: CREATORS }, async () => {
         for (let i = next++; i < OPEN_TASKS && performance.now() - createdAt < CREATE_BUDGET_MS; i = next++) {
@@ -156,7 +181,10 @@ async function main(): Promise<void> {
               return undefined;
             });
           if (out?.result.task === undefined) failed++;
-          else opened++;
+          else {
+            opened++;
+            createdBy.set(out.instance, (createdBy.get(out.instance) ?? 0) + 1);
+          }
         }
       }),
     );
@@ -167,6 +195,8 @@ async function main(): Promise<void> {
 
     // Settle one poll interval, then the window: polls per proxy, gets per task.
     await new Promise((r) => setTimeout(r, LOAD_POLL_MS));
+    // The live heap with the tasks open, before the window's sample tasks (polls under way included: at most 64 a proxy).
+    const heapOpen = await Promise.all(procs.map(async (p) => (await collectedOf(p)).heapUsed));
     const pollsAtStart = await Promise.all(procs.map(pollsOf));
     const windowStart = Date.now();
     const sampleLatencies = await sampleLatency(system, tasks, samples);
@@ -211,6 +241,12 @@ async function main(): Promise<void> {
         opened;
       print(
         `proxy ${i + 1}: RSS ${mb(rssBefore[i]!)} → ${mb(rssAfter[i]!)}, about ${share.toFixed(0)} open tasks: ${((rssAfter[i]! - rssBefore[i]!) / Math.max(1, share) / 1024).toFixed(1)} KiB per open task (${p.instance})`,
+      );
+    }
+    for (const [i, p] of procs.entries()) {
+      const mine = createdBy.get(p.instance) ?? 0;
+      print(
+        `proxy ${i + 1}: live heap after a full collection ${mb(heapBefore[i]!)} → ${mb(heapOpen[i]!)} with the ${mine} open tasks it created: ${mine === 0 ? '—' : ((heapOpen[i]! - heapBefore[i]!) / mine).toFixed(0)} bytes per open task (${p.instance})`,
       );
     }
     const goal = SAMPLE_POLL_MS + 100;

@@ -37,9 +37,10 @@ const POLL_CONCURRENCY = 64;
 /**
  * How long a poll's `tasks/get` is waited for. Never cut short to fit the lease: a get given up on
  * may still reach its server (queued in its backlog) after the next one, so the poll holds its task
- * (renewing the claim) until the answer comes, and only a get this old is given up on.
+ * (renewing the claim) until the answer comes, and only a get this old is given up on. Long: a task
+ * server on a loaded 2-core box took gets from its queue 75-90 s after they were sent.
  */
-const GET_TIMEOUT_MS = 30_000;
+const GET_TIMEOUT_MS = 120_000;
 /** The most a claim counts for a get under way (half the lease, at most 30 s): a poll still waiting past it renews the claim. */
 const CLAIM_FLIGHT_MAX_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
@@ -194,6 +195,8 @@ export class TaskPoller {
       },
     });
     let outcome = 'ok';
+    /** When its get went out (a failed get's next poll waits for what it may still do on its server). */
+    let sent: number | undefined;
     try {
       const target = await this.deps.target(row);
       if (Date.now() - (this.claimedAt.get(row.id) ?? 0) > this.flightMs + this.deps.settings.leaseMs) {
@@ -203,10 +206,11 @@ export class TaskPoller {
         this.done.push({ id: row.id, next: new Date() });
         return;
       }
+      sent = Date.now();
       outcome = await this.get(row, target);
       this.deps.onPolled?.(row);
     } catch (err) {
-      outcome = await this.failed(row, err);
+      outcome = await this.failed(row, err, sent === undefined ? 0 : Date.now() - sent);
     } finally {
       span.setAttribute('mcpx.task.status', outcome);
       endWithOutcome(span, outcome === 'error' || outcome === 'task_lost' ? outcome : undefined, outcome);
@@ -258,7 +262,7 @@ export class TaskPoller {
   }
 
   /** A poll that failed: the server forgot the task (it ends `failed`), or could not be reached (polled again later, backing off). */
-  private async failed(row: TaskRow, err: unknown): Promise<string> {
+  private async failed(row: TaskRow, err: unknown, outMs: number): Promise<string> {
     if (lostTask(err)) {
       await this.deps.ends.lost(row);
       return 'task_lost';
@@ -266,7 +270,12 @@ export class TaskPoller {
     const n = (this.failures.get(row.id) ?? 0) + 1;
     this.failures.set(row.id, n);
     if (this.failures.size > 100_000) this.failures.delete(this.failures.keys().next().value as string);
-    const wait = Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs);
+    // A get given up on may still be taken from its server's queue later: the longer it was out
+    // (a timeout: its server is that far behind), the longer the next one waits, past the backoff.
+    const wait = Math.max(
+      Math.min(row.poll_interval_ms * 2 ** Math.min(n, 6), this.deps.settings.pollMaxMs),
+      2 * outMs,
+    );
     this.deps.log.warn('a task poll failed; polled again later', {
       task: row.id,
       server: row.server,
