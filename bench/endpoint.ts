@@ -34,7 +34,12 @@ import {
 import { startBareRelay, type BareRelay } from '../test/support/bare-relay.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
-import { processCpuMs as cpuOf, runPhase as run, startEchoUpstream as startUpstream } from './support/measure.js';
+import {
+  BENCH_PROXY_ENV,
+  processCpuMs as cpuOf,
+  runPhase as run,
+  startEchoUpstream as startUpstream,
+} from './support/measure.js';
 import { startServiceProcess, type ServiceProcess } from './support/service-process.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
@@ -125,16 +130,7 @@ async function main(): Promise<void> {
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
   const [modernUp, legacyUp] = await Promise.all([startUpstream('modern'), startUpstream('legacy')]);
-  const system = await ProxySystem.start({
-    proxies: 0,
-    env: {
-      PROXY_MAX_CONCURRENCY_PER_SERVER: '100000',
-      PROXY_RATE_PER_SERVER: '1000000',
-      PROXY_MAX_RUNS: '100000',
-      PROXY_MAX_CONNECTIONS: '100000',
-      LOG_LEVEL: 'warn',
-    },
-  });
+  const system = await ProxySystem.start({ proxies: 0, env: { ...BENCH_PROXY_ENV } });
   let proxy: ProxyProcess | undefined;
   let endpoint: ServiceProcess | undefined;
   let baseline: ServiceProcess | undefined;

@@ -44,7 +44,7 @@ import {
 import { startNatsEcho } from '../test/support/nats-echo.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
-import { runPhase, startEchoUpstream } from './support/measure.js';
+import { BENCH_PROXY_ENV, runPhase, startEchoUpstream } from './support/measure.js';
 
 // BENCH_QUICK=1: the modern rows only, fewer calls, no RSS phases (for iterating on the call path;
 // the recorded figures come from the full run). It also prints the upstream process's CPU per call.
@@ -279,17 +279,7 @@ async function main(): Promise<void> {
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
   const upstream = await startEchoUpstream('legacy');
   const modernUp = await startEchoUpstream('modern');
-  const system = await ProxySystem.start({
-    proxies: 0,
-    // Limits on (Redis-shared, admitted from leased slots and tokens), set high enough not to refuse the benchmark.
-    env: {
-      PROXY_MAX_CONCURRENCY_PER_SERVER: '100000',
-      PROXY_RATE_PER_SERVER: '1000000',
-      PROXY_MAX_RUNS: '100000',
-      PROXY_MAX_CONNECTIONS: '100000',
-      LOG_LEVEL: 'warn',
-    },
-  });
+  const system = await ProxySystem.start({ proxies: 0, env: { ...BENCH_PROXY_ENV } });
   // BENCH_PROFILE=<dir>: the proxy writes a V8 CPU profile there when it stops (node --cpu-prof).
   const profileDir = process.env.BENCH_PROFILE;
   const proxy = await spawnProxyProcess(system, {}, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);

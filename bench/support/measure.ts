@@ -67,3 +67,15 @@ export async function startEchoUpstream(era: 'modern' | 'legacy'): Promise<EchoU
   });
   return { url, pid: child.pid, stderr, cpuMs: () => processCpuMs(child.pid), stop: () => child.kill('SIGTERM') };
 }
+
+/**
+ * The proxy's limits in a benchmark: on (Redis-shared, admitted from leased slots and tokens), as
+ * in production, and set high enough never to refuse the benchmark's calls.
+ */
+export const BENCH_PROXY_ENV: Readonly<Record<string, string>> = {
+  PROXY_MAX_CONCURRENCY_PER_SERVER: '100000',
+  PROXY_RATE_PER_SERVER: '1000000',
+  PROXY_MAX_RUNS: '100000',
+  PROXY_MAX_CONNECTIONS: '100000',
+  LOG_LEVEL: 'warn',
+};

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import pg from 'pg';
 import { sql } from 'kysely';
@@ -66,18 +67,14 @@ describe('createDb survives connections terminated by the server (real Postgres)
   });
 });
 
-/** A port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const { port } = srv.address() as AddressInfo;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
-
 describe('createDb types what failed: the store out of reach, or the statement (real Postgres)', () => {
   it('a Postgres that is not there: the statement fails as PostgresUnavailableError, the socket error kept as its cause', async () => {
-    const down = createDb(`postgres://postgres@127.0.0.1:${await closedPort()}/postgres`, { max: 1 });
+    // A port nothing listens on: bound, then released.
+    const holder = createServer().listen(0, '127.0.0.1');
+    await once(holder, 'listening');
+    const { port } = holder.address() as AddressInfo;
+    await new Promise((r) => holder.close(r));
+    const down = createDb(`postgres://postgres@127.0.0.1:${port}/postgres`, { max: 1 });
     const err = await sql`SELECT 1`.execute(down).catch((e: unknown) => e);
     await down.destroy();
     expect(err).toBeInstanceOf(PostgresUnavailableError);
