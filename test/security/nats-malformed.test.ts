@@ -5,6 +5,7 @@ import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { SseSubscriber } from '../support/sse-client.js';
 import { eventually } from '../support/system.js';
+import { sharedValueBomb } from '../support/fixtures/cbor-bombs.js';
 
 /**
  * Issue 11 ("Why" 5, "Deliver" 4): one empty NATS message on a subject the registry listened to
@@ -17,14 +18,6 @@ import { eventually } from '../support/system.js';
 
 const MARK = 'GARBAGE-MARKER-4f2a';
 const bytes = (...b: number[]): Uint8Array => Uint8Array.from(b);
-
-function sharedValueBomb(levels: number): Uint8Array {
-  const parts: number[] = [];
-  for (let i = 0; i < levels; i++) parts.push(0x82, 0xd8, 28);
-  parts.push(0x00);
-  for (let i = levels - 1; i >= 0; i--) parts.push(0xd8, 29, 0x18, i);
-  return Uint8Array.from(parts);
-}
 
 /** Not a map at all, or not CBOR, or refused by a DAG-CBOR rule: every decoder refuses these. */
 const undecodable: Array<[string, Uint8Array]> = [

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BODY_LIMITS, decodePayload, decodeStrict, encodePayload } from '@mcpx/contracts';
 import { RegistryHarness } from '../support/registry-harness.js';
 import type { ApiClient } from '../support/api-client.js';
+import { sharedValueBomb } from '../support/fixtures/cbor-bombs.js';
 
 /**
  * The attack against the real registry: an unauthenticated ~500-byte CBOR
@@ -16,15 +17,6 @@ const bytes = (...b: number[]): Uint8Array => Uint8Array.from(b);
 /** A CBOR map written by hand from already-encoded values, so a value can hold anything. */
 function cborMap(entries: Array<[string, Uint8Array]>): Uint8Array {
   return concat(bytes(0xa0 | entries.length), ...entries.flatMap(([k, v]) => [encodePayload(k), v]));
-}
-
-/** `levels` nested shared values: each level is an array holding the level below twice (2^levels unfolded). */
-function sharedValueBomb(levels: number): Uint8Array {
-  const parts: number[] = [];
-  for (let i = 0; i < levels; i++) parts.push(0x82, 0xd8, 28);
-  parts.push(0x00);
-  for (let i = levels - 1; i >= 0; i--) parts.push(0xd8, 29, 0x18, i);
-  return Uint8Array.from(parts);
 }
 
 describe('strict decoding of action bodies: the shared-value bomb and its cousins (real registry)', () => {
