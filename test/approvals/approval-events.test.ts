@@ -37,23 +37,23 @@ describe('approval events on the account event stream', () => {
   it('a stopped call is announced; approving it is announced; the approved call then runs', async () => {
     const id = await stoppedCall(system, 'agent', 'ev-1', 'db__drop_table', { table: TABLE });
     const requested = await stream.waitFor('approval-requested', (d) => d.approvalId === id);
-    expect(requested.data).toEqual({
+    // What both events say of the stopped call.
+    const stopped = {
       approvalId: id,
       agent: system.agentId('agent'),
       run: 'ev-1',
       tool: 'db__drop_table',
       server: 'db',
+    };
+    expect(requested.data).toEqual({
+      ...stopped,
       expiresAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
     });
 
     const { approval } = await system.api.act<{ approval: ApprovalView }>('ApproveToolCall', { approvalId: id });
     const decided = await stream.waitFor('approval-decided', (d) => d.approvalId === id);
     expect(decided.data).toEqual({
-      approvalId: id,
-      agent: system.agentId('agent'),
-      run: 'ev-1',
-      tool: 'db__drop_table',
-      server: 'db',
+      ...stopped,
       decision: 'approved',
       decidedAt: approval.decidedAt,
       expiresAt: approval.expiresAt,

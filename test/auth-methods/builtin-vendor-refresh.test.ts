@@ -148,17 +148,18 @@ describe('vendor token refresh for built-in servers', () => {
         ? true
         : undefined,
     );
-    expect(
+    /** github's `add` of `a` and `b` in run `run`, as the agent calls it: the result's text. */
+    const add = async (run: string, a: number, b: number): Promise<string | undefined> =>
       (
         await system.client.call({
           account: api.principal,
           agent: agent.id,
-          run: 'soon-1',
+          run,
           tool: 'github__add',
-          arguments: { a: 2, b: 2 },
+          arguments: { a, b },
         })
-      ).result.text,
-    ).toBe('4');
+      ).result.text;
+    expect(await add('soon-1', 2, 2)).toBe('4');
     expect(as.stats.refreshes).toBe(before.refreshes + 1);
 
     // A connection expiring soon again: the proxy refreshes before the call, never sending a dead token.
@@ -168,17 +169,7 @@ describe('vendor token refresh for built-in servers', () => {
       expiresAt: new Date(Date.now() + 5_000).toISOString(),
     });
     const refreshes = as.stats.refreshes;
-    expect(
-      (
-        await system.client.call({
-          account: api.principal,
-          agent: agent.id,
-          run: 'soon-2',
-          tool: 'github__add',
-          arguments: { a: 3, b: 3 },
-        })
-      ).result.text,
-    ).toBe('6');
+    expect(await add('soon-2', 3, 3)).toBe('6');
     expect(as.stats.refreshes).toBe(refreshes + 1);
     expect(as.stats.refused).toBe(before.refused);
     expect(as.stats.refreshReplays).toBe(before.replays);

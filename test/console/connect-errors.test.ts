@@ -1,4 +1,3 @@
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RedactedMcpServer } from '@mcpx/contracts';
 import {
@@ -11,15 +10,7 @@ import {
 } from '../servers/index.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { ProxySystem } from '../support/proxy-system.js';
-
-/** A loopback port that nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
+import { closedPort } from '../support/fixtures/closed-port.js';
 
 /**
  * Connect failures in words (issue 24, point 3): real servers on loopback, the real registry's

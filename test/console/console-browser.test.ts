@@ -1,6 +1,5 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { type BrowserContext, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +17,7 @@ import { eventually } from '../support/system.js';
 import { vendorTools } from './vendor-tools.js';
 import { CHROMIUM, HAS_CHROMIUM, sayIfNoChromium } from '../support/chromium.js';
 import { launchConsoleBrowser } from '../support/fixtures/console-browser.js';
+import { closedPort } from '../support/fixtures/closed-port.js';
 
 sayIfNoChromium('console-browser: skipped');
 /** A header value the page must never hold once it is saved. */
@@ -46,15 +46,6 @@ const SHOTS = process.env.MCPX_CONSOLE_SCREENSHOTS;
  * bounded at a minute (the page's own default), each test at three.
  */
 const PAGE_WAIT_MS = 60_000;
-
-/** A loopback port that nothing listens on (bound, then closed). */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
 
 describe.skipIf(!HAS_CHROMIUM)(
   `the console in a real browser${HAS_CHROMIUM ? '' : ` (skipped: no Chromium at ${CHROMIUM}; install it or set CHROMIUM_PATH)`}`,

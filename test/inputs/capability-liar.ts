@@ -1,4 +1,5 @@
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { forwardRequest } from '../servers/front-server.js';
 import { listenOnLoopback } from '../servers/loopback.js';
 
 const CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
@@ -45,16 +46,7 @@ export async function startCapabilityLiar(target: string, extra: Record<string, 
     }
     const to = new URL(req.url ?? '/', target);
     const headers = { ...req.headers, host: to.host, 'content-length': String(body.length) };
-    const upstream = httpRequest(to, { method: req.method, headers }, (up) => {
-      res.writeHead(up.statusCode ?? 502, up.headers);
-      up.pipe(res);
-    });
-    upstream.on('error', () => {
-      if (!res.headersSent) res.writeHead(502).end();
-      else res.destroy();
-    });
-    res.on('close', () => upstream.destroy());
-    upstream.end(body);
+    forwardRequest(req, res, to, headers, body);
   };
   const server = createServer((req, res) => {
     handle(req, res).catch(() => {

@@ -1,4 +1,10 @@
-import { createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from 'node:http';
 import { listenOnLoopback } from './loopback.js';
 
 /**
@@ -27,6 +33,30 @@ export interface FrontServer {
   seen: Array<{ method: string; sessionId?: string }>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * Sends `req` on to `to` with `headers` and `body` (already read), and streams the answer back
+ * through `res` as it comes: a 502 if `to` cannot be reached before the answer began, a cut
+ * response after; the request to `to` ends when `res` closes.
+ */
+export function forwardRequest(
+  req: IncomingMessage,
+  res: ServerResponse,
+  to: URL,
+  headers: OutgoingHttpHeaders,
+  body: Buffer,
+): void {
+  const upstream = httpRequest(to, { method: req.method, headers }, (up) => {
+    res.writeHead(up.statusCode ?? 502, up.headers);
+    up.pipe(res);
+  });
+  upstream.on('error', () => {
+    if (!res.headersSent) res.writeHead(502).end();
+    else res.destroy();
+  });
+  res.on('close', () => upstream.destroy());
+  upstream.end(body);
 }
 
 export async function startFrontServer(opts: FrontServerOptions, port = 0): Promise<FrontServer> {
@@ -63,20 +93,7 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
     }
     if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
     const target = new URL(req.url ?? '/', opts.target);
-    const upstream = httpRequest(
-      target,
-      { method: req.method, headers: { ...req.headers, host: target.host } },
-      (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      },
-    );
-    upstream.on('error', () => {
-      if (!res.headersSent) res.writeHead(502).end();
-      else res.destroy();
-    });
-    res.on('close', () => upstream.destroy());
-    upstream.end(body);
+    forwardRequest(req, res, target, { ...req.headers, host: target.host }, body);
   }
 
   const server = createServer((req, res) => {

@@ -353,6 +353,18 @@ export async function startOAuthServer(opts: TestOAuthServerOptions = {}): Promi
   };
 }
 
+/** Whether `token` is a live access token `as` issued, counted in its `verified` or `refused` stats. */
+async function issuedBy(as: TestOAuthServer, token: string): Promise<boolean> {
+  try {
+    await as.provider.verifyAccessToken(token);
+    as.stats.verified += 1;
+    return true;
+  } catch {
+    as.stats.refused += 1;
+    return false;
+  }
+}
+
 /**
  * An MCP server protected by `as`: it advertises `resource_metadata` naming `as`, and accepts only
  * `Authorization: Bearer <token>` with a live access token `as` issued.
@@ -365,16 +377,7 @@ export async function startProtectedMcpServer(
     ...opts,
     oauth: {
       authorizationServer: as.issuer,
-      verify: async (token) => {
-        try {
-          await as.provider.verifyAccessToken(token);
-          as.stats.verified += 1;
-          return true;
-        } catch {
-          as.stats.refused += 1;
-          return false;
-        }
-      },
+      verify: (token) => issuedBy(as, token),
     },
   });
 }
@@ -404,17 +407,7 @@ export async function startMovableProtectedMcpServer(
       get authorizationServer() {
         return current.issuer;
       },
-      verify: async (token) => {
-        const as = current;
-        try {
-          await as.provider.verifyAccessToken(token);
-          as.stats.verified += 1;
-          return true;
-        } catch {
-          as.stats.refused += 1;
-          return false;
-        }
-      },
+      verify: (token) => issuedBy(current, token),
     },
   });
   return { server, moveTo: (as) => void (current = as) };
