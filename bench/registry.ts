@@ -20,7 +20,7 @@
  */
 import { availableParallelism, totalmem } from 'node:os';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../test/servers/index.js';
-import { seedCalls } from '../test/activity/seed-calls.js';
+import { CALL_LOG_REGISTRY, createCallLogAgents, seedCalls } from '../test/activity/seed-calls.js';
 import { ApiClient } from '../test/support/api-client.js';
 import { RegistryHarness } from '../test/support/registry-harness.js';
 import { percentile } from './support/measure.js';
@@ -147,22 +147,10 @@ const ACTIVITY_CALLS = 1_000_000;
 
 /** ListCalls and GetCallFigures over a million-call account, one filtered page at a time. */
 async function callLog(rounds = 200): Promise<Row[]> {
-  const h = await RegistryHarness.start({
-    projector: false,
-    env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
-  });
+  const h = await RegistryHarness.start(CALL_LOG_REGISTRY);
   try {
     const api = h.api();
-    const agents: string[] = [];
-    for (let i = 0; i < 4; i++)
-      agents.push(
-        (
-          await api.act<{ agent: { id: string } }>('CreateAgent', {
-            name: `agent-${i}`,
-            definition: { mcpServers: [] },
-          })
-        ).agent.id,
-      );
+    const agents = await createCallLogAgents(api);
     const seeding = performance.now();
     await seedCalls(h.sql, api.principal, agents, ACTIVITY_CALLS);
     const seeded = (performance.now() - seeding) / 1000;

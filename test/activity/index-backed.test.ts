@@ -3,7 +3,7 @@ import { sql } from 'kysely';
 import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
-import { seedCalls } from './seed-calls.js';
+import { CALL_LOG_REGISTRY, createCallLogAgents, seedCalls } from './seed-calls.js';
 
 /** Calls seeded for one account: enough that a sequential scan is the planner's last choice. */
 const CALLS = 100_000;
@@ -18,22 +18,9 @@ describe('ListCalls over a large account: every filter is answered along an inde
   let api: ApiClient;
 
   beforeAll(async () => {
-    h = await RegistryHarness.start({
-      projector: false,
-      env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
-    });
+    h = await RegistryHarness.start(CALL_LOG_REGISTRY);
     api = h.api();
-    const agents: string[] = [];
-    for (let i = 0; i < 4; i++)
-      agents.push(
-        (
-          await api.act<{ agent: { id: string } }>('CreateAgent', {
-            name: `agent-${i}`,
-            definition: { mcpServers: [] },
-          })
-        ).agent.id,
-      );
-    await seedCalls(h.sql, api.principal, agents, CALLS);
+    await seedCalls(h.sql, api.principal, await createCallLogAgents(api), CALLS);
   });
 
   afterAll(async () => {

@@ -1,5 +1,26 @@
 import { sql } from 'kysely';
 import type { Db } from '@mcpx/db';
+import type { ApiClient } from '../support/api-client.js';
+import type { RegistryHarness } from '../support/registry-harness.js';
+
+/** A registry for a large call log: no projector, no action rate limits (the seeding acts freely). */
+export const CALL_LOG_REGISTRY: Parameters<typeof RegistryHarness.start>[0] = {
+  projector: false,
+  env: { LOG_LEVEL: 'warn', RATE_ACTIONS_PER_SIGNER: '0', RATE_ACTIONS_PER_ADDRESS: '0' },
+};
+
+/** The four agents (`agent-0`…`agent-3`) whose calls {@link seedCalls} writes; their ids. */
+export async function createCallLogAgents(api: ApiClient): Promise<string[]> {
+  const agents: string[] = [];
+  for (let i = 0; i < 4; i++) {
+    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+      name: `agent-${i}`,
+      definition: { mcpServers: [] },
+    });
+    agents.push(agent.id);
+  }
+  return agents;
+}
 
 /**
  * Writes `n` recorded calls of one account straight into `activity.calls` (for the registry's

@@ -3,6 +3,7 @@ import type { RedactedMcpServer } from '@mcpx/contracts';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import type { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
+import { storedSecretNames } from '../support/fixtures/stored-secrets.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -101,15 +102,7 @@ describe('auth methods (docs/servers.md#auth-methods): oauth, bearer, headers, n
       });
       expect(server).toMatchObject({ auth: 'headers', hasSecrets: true, headerNames: [], status: { state: 'ok' } });
       expect(server.secretHeaderNames.sort()).toEqual(['X-Acme-Token', 'X-Tenant']);
-      const names = (
-        await h.sql
-          .selectFrom('registry.secrets')
-          .select('name')
-          .where('account_id', '=', api.principal)
-          .orderBy('name')
-          .execute()
-      ).map((r) => r.name);
-      expect(names).toEqual(['mcp-acme-x-acme-token', 'mcp-acme-x-tenant']);
+      expect(await storedSecretNames(h.sql, api.principal)).toEqual(['mcp-acme-x-acme-token', 'mcp-acme-x-tenant']);
       expect(await echoThrough(api, 'acme')).toBe('echo: hi');
       expect(seen(headersUp, 'x-tenant')).toContain('acme');
       expect(seen(headersUp, 'authorization')).toEqual([]);
@@ -133,9 +126,7 @@ describe('auth methods (docs/servers.md#auth-methods): oauth, bearer, headers, n
       await set(api, 'open', { url: openUp.url, auth: 'bearer', token: 'tok-xyz' });
       const { server } = await set(api, 'open', { url: openUp.url, auth: 'none' });
       expect(server).toMatchObject({ auth: 'none', hasSecrets: false, headerNames: [], secretHeaderNames: [] });
-      expect(
-        await h.sql.selectFrom('registry.secrets').select('name').where('account_id', '=', api.principal).execute(),
-      ).toEqual([]);
+      expect(await storedSecretNames(h.sql, api.principal)).toEqual([]);
       const before = openUp.stats.calls;
       const sizeBefore = seen(openUp, 'authorization').length;
       expect(await echoThrough(api, 'open')).toBe('echo: hi');

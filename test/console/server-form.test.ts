@@ -1,7 +1,8 @@
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 // The console's own form module, loaded as the browser loads it.
 import { MAX_HEADERS, parseHeaderLines, serverConfig } from '../../console/public/server-form.js';
+import { otherPemForms, pkcs8Pem } from '../support/fixtures/private-keys.js';
 
 const SECRET = 'v4lue-that-must-not-be-echoed';
 
@@ -86,11 +87,10 @@ describe('the add-server form as a SetMcpServer config', () => {
 describe('an OAuth client as config.oauth', () => {
   const url = 'https://mcp.example.com/mcp';
   const machine = { url, auth: 'oauth', grant: 'client_credentials', clientId: 'svc' };
-  const pem = (key: KeyObject) => key.export({ type: 'pkcs8', format: 'pem' }).toString();
-  const ec = (namedCurve: string) => pem(generateKeyPairSync('ec', { namedCurve }).privateKey);
+  const ec = (namedCurve: string) => pkcs8Pem(generateKeyPairSync('ec', { namedCurve }).privateKey);
   const p256 = ec('P-256');
   const p384 = ec('P-384');
-  const rsa2048 = pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
+  const rsa2048 = pkcs8Pem(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey);
   /** The base64 of a key: what would show if it leaked into a message. */
   const body = (key: string) =>
     key
@@ -166,15 +166,10 @@ describe('an OAuth client as config.oauth', () => {
   it('checks the key against its algorithm before anything is sent, never quoting the key or the secret', () => {
     const withKey = (privateKey: string, keyAlg = 'ES256') =>
       errorsOf({ ...machine, credential: 'key', privateKey, keyAlg });
-    const sec1 = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-      .privateKey.export({ type: 'sec1', format: 'pem' })
-      .toString();
-    const encrypted = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-      .privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' })
-      .toString();
-    const rsa1024 = pem(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
-    const ed25519 = pem(generateKeyPairSync('ed25519').privateKey);
-    const pss = pem(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey);
+    const { sec1, encrypted } = otherPemForms();
+    const rsa1024 = pkcs8Pem(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
+    const ed25519 = pkcs8Pem(generateKeyPairSync('ed25519').privateKey);
+    const pss = pkcs8Pem(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey);
     const p521 = ec('P-521');
     const secp256k1 = ec('secp256k1');
 

@@ -8,6 +8,7 @@ import type { startApprovalEndpoints } from './approval-endpoints.js';
 import { type Path } from './approval-endpoints.js';
 import { modernCall } from './raw-mcp.js';
 import { startApprovalEndpointsOnDb } from '../support/fixtures/approval-endpoints.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 type ErrorMeta = { code: string; message: string; details: Record<string, unknown> };
 type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unknown> };
@@ -52,11 +53,7 @@ describe('approvals any client can finish: a URL question to a client that opens
         ? { action, ...((req.params as Question).mode === 'url' ? {} : { content: {} }) }
         : { action };
     });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url(path)), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url(path)), withBearer(token)));
     clients.push(client);
     return client;
   };
@@ -113,9 +110,7 @@ describe('approvals any client can finish: a URL question to a client that opens
       await stack.system.api.act('ApproveToolCall', { approvalId: approvalOf(q) });
       return { action: 'accept' as const };
     });
-    await client.connect(
-      new V1Transport(new URL(url('lean')), { requestInit: { headers: { authorization: `Bearer ${tokens.plain}` } } }),
-    );
+    await client.connect(new V1Transport(new URL(url('lean')), withBearer(tokens.plain)));
     const before = upstream.stats.calls;
     try {
       const ran = (await client.callTool({ name: 'db__drop_table', arguments: { table: 'url-v1' } })) as Result;

@@ -3,12 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
+import type { RunningEndpoint } from '@mcpx/endpoint';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { everyBlockTools, hostileContentTools } from '../servers/content-tools.js';
 import { lessConnectorKeys, type Result } from './client-results.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { startSdkOnlyEndpoint } from '../support/fixtures/sdk-only-endpoint.js';
 
 type Caller = (
   url: string,
@@ -63,18 +64,7 @@ describe('the agent MCP endpoint: content whole, as the server sent it', () => {
       startEndpointSystem({ telemetry, endpointEnv: { ENDPOINT_LEAN_CALLS: 'on' } }),
       startTestMcpServer({ era: 'dual', tools: [...everyBlockTools(), ...hostileContentTools()] }),
     ]);
-    sdkOnly = await startEndpoint(
-      loadEndpointConfig({
-        ...sys.system.env,
-        HTTP_PORT: '0',
-        INSTANCE_ID: 'endpoint-content-sdk',
-        ENDPOINT_LEAN_CALLS: 'off',
-      }),
-      {
-        telemetry,
-        logSink: () => {},
-      },
-    );
+    sdkOnly = await startSdkOnlyEndpoint(sys.system, telemetry, 'endpoint-content-sdk');
     await sys.system.setServer('docs', upstream.url);
     await sys.system.createAgent('reader', ['docs'], 5);
     ({ token } = await sys.token('reader'));

@@ -1,18 +1,17 @@
-import { createServer } from 'node:http';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { createMcpHandler, Server } from '@modelcontextprotocol/server';
+import { Server } from '@modelcontextprotocol/server';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
 import { startEverythingServer, type EverythingServer } from '../servers/everything.js';
-import { listenOnLoopback, type Listening } from '../servers/loopback.js';
+import { noResourceTemplates, serveStatelessMcp } from '../servers/stateless-mcp.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { eventually } from '../support/system.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 /** What the hostile upstream lists: URIs a client must never be handed, one fine one, an app, a huge one. */
 const HOSTILE_URIS = [
@@ -57,11 +56,7 @@ async function startHostileUpstream(): Promise<{
         cacheScope: 'private' as const,
       };
     });
-    server.setRequestHandler('resources/templates/list', () => ({
-      resourceTemplates: [],
-      ttlMs: 0,
-      cacheScope: 'private' as const,
-    }));
+    server.setRequestHandler('resources/templates/list', noResourceTemplates);
     server.setRequestHandler('resources/read', (request) => {
       reads++;
       const uri = request.params.uri;
@@ -86,19 +81,7 @@ async function startHostileUpstream(): Promise<{
     }));
     return server;
   };
-  const handler = createMcpHandler(factory, { legacy: 'stateless' });
-  const node = toNodeHandler(handler);
-  const http = createServer((req, res) => void node(req, res));
-  const listening: Listening = await listenOnLoopback(http);
-  return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
-    reads: () => reads,
-    lists: () => lists,
-    close: async () => {
-      await handler.close();
-      await listening.close();
-    },
-  };
+  return { ...(await serveStatelessMcp(factory)), reads: () => reads, lists: () => lists };
 }
 
 /**
@@ -141,11 +124,7 @@ describe('resources and prompts through the endpoint faces', () => {
   const faceUrl = (server: string): string => `${sys.endpoint.url}/v1/agents/reader/servers/${server}/mcp`;
   const connect = async (url: string): Promise<Client> => {
     const client = new Client({ name: 'v2-resources', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), withBearer(token)));
     return client;
   };
 
@@ -194,9 +173,7 @@ describe('resources and prompts through the endpoint faces', () => {
 
   it('serves an SDK v1 client (2025-11-25) the same resources and prompts', async () => {
     const client = new V1Client({ name: 'v1-resources', version: '1.0.0' });
-    await client.connect(
-      new V1Transport(new URL(faceUrl('conf')), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
-    );
+    await client.connect(new V1Transport(new URL(faceUrl('conf')), withBearer(token)));
     try {
       const text = await client.readResource({ uri: 'test://static-text' });
       expect(text.contents[0]).toMatchObject({
@@ -343,16 +320,19 @@ describe('resources and prompts through the endpoint faces', () => {
     }
   });
 
+  /** The reader's `resources/list` of server `wild` in run `run`, as the proxy is asked it directly. */
+  const wildResourcesList = (run: string) => ({
+    account: sys.system.account,
+    agent: sys.system.agentId('reader'),
+    run,
+    server: 'wild',
+    method: 'resources/list' as const,
+    params: {},
+  });
+
   it('keeps a result by the server’s ttlMs per account and server: the second list does not reach the server', async () => {
     const direct = new ProxyClient(sys.system.nc, sys.system.subjects);
-    const req = {
-      account: sys.system.account,
-      agent: sys.system.agentId('reader'),
-      run: 'ttl-run',
-      server: 'wild',
-      method: 'resources/list' as const,
-      params: {},
-    };
+    const req = wildResourcesList('ttl-run');
     const first = await direct.relay(req);
     expect(first.ttlMs).toBe(60_000);
     const listed = hostile.lists();
@@ -368,14 +348,7 @@ describe('resources and prompts through the endpoint faces', () => {
 
   it('forgets what it kept of a server when its configuration or credentials change: the next list reaches the server', async () => {
     const direct = new ProxyClient(sys.system.nc, sys.system.subjects);
-    const req = {
-      account: sys.system.account,
-      agent: sys.system.agentId('reader'),
-      run: 'ttl-change-run',
-      server: 'wild',
-      method: 'resources/list' as const,
-      params: {},
-    };
+    const req = wildResourcesList('ttl-change-run');
     await direct.relay(req);
     const listed = hostile.lists();
     await direct.relay(req);

@@ -3,6 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
 import { startApprovalEndpoints, type Path } from './approval-endpoints.js';
 import { modernCall } from './raw-mcp.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 type Result = { content?: unknown; isError?: boolean; _meta?: Record<string, unknown> };
 const textOf = (result: Result): string => (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
@@ -52,11 +53,7 @@ describe('input requests to the endpoint client that can answer them', () => {
       }),
     );
     if (roots) client.setRequestHandler('roots/list', () => Promise.resolve({ roots: [ROOT] }));
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url(path)), {
-        requestInit: { headers: { authorization: `Bearer ${tokens.mine}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url(path)), withBearer(tokens.mine)));
     clients.push(client);
     return client;
   };
@@ -124,11 +121,7 @@ describe('input requests to the endpoint client that can answer them', () => {
         model: 'client-model',
       }),
     );
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url('sdk')), {
-        requestInit: { headers: { authorization: `Bearer ${tokens.mine}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url('sdk')), withBearer(tokens.mine)));
     clients.push(client);
     const out = (await client.callTool({
       name: 'conf__test_input_required_result_capabilities',

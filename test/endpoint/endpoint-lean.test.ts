@@ -1,6 +1,6 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadEndpointConfig, startEndpoint, type RunningEndpoint } from '@mcpx/endpoint';
+import type { RunningEndpoint } from '@mcpx/endpoint';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import {
   addTool,
@@ -16,6 +16,7 @@ import { dropTool } from '../approvals/approval-tools.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { MODERN_VERSION, post, type RpcAnswer } from './raw-mcp.js';
+import { startSdkOnlyEndpoint } from '../support/fixtures/sdk-only-endpoint.js';
 
 /**
  * The lean tools/call path answers exactly as the SDK's handler does: two endpoints on one
@@ -43,15 +44,7 @@ describe('the lean tools/call path: the same wire as the SDK path', () => {
         tools: [echoTool(), addTool(), imageTool(), errorTool(), structuredTool(), bigTextTool(300_000), dropTool()],
       }),
     ]);
-    sdkOnly = await startEndpoint(
-      loadEndpointConfig({
-        ...sys.system.env,
-        HTTP_PORT: '0',
-        INSTANCE_ID: 'endpoint-sdk-only',
-        ENDPOINT_LEAN_CALLS: 'off',
-      }),
-      { telemetry, logSink: () => {} },
-    );
+    sdkOnly = await startSdkOnlyEndpoint(sys.system, telemetry, 'endpoint-sdk-only');
     await sys.system.setServer('db', upstream.url);
     await sys.system.createAgent('ops', ['db'], 7);
     ({ token } = await sys.token('ops', { userMayApprove: true }));

@@ -1,14 +1,13 @@
-import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { createMcpHandler, Server } from '@modelcontextprotocol/server';
+import { Server } from '@modelcontextprotocol/server';
 import { startConformanceUpstream, type ConformanceUpstream } from '../servers/conformance-upstream.js';
-import { listenOnLoopback } from '../servers/loopback.js';
+import { serveStatelessMcp } from '../servers/stateless-mcp.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 type LogParams = { level: string; logger?: string; data: unknown };
 /** Within the 2,000 events the proxy reads of one response stream (a longer stream ends the call, `maybe_executed`). */
@@ -42,16 +41,7 @@ async function startNoisyUpstream(): Promise<{ url: string; close(): Promise<voi
     });
     return server;
   };
-  const handler = createMcpHandler(factory, { legacy: 'stateless' });
-  const node = toNodeHandler(handler);
-  const listening = await listenOnLoopback(createServer((req, res) => void node(req, res)));
-  return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
-    close: async () => {
-      await handler.close();
-      await listening.close();
-    },
-  };
+  return serveStatelessMcp(factory);
 }
 
 /**
@@ -82,20 +72,14 @@ describe('log messages of a call through the endpoint', () => {
     const { token } = await sys.token('logger');
     const client = new V1Client({ name: 'v1-logs', version: '1.0.0' });
     client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => void logs.push(n.params as LogParams));
-    await client.connect(
-      new V1Transport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${token}` } } }),
-    );
+    await client.connect(new V1Transport(new URL(url), withBearer(token)));
     return client;
   };
   const v2 = async (url: string, logs: LogParams[]): Promise<Client> => {
     const { token } = await sys.token('logger');
     const client = new Client({ name: 'v2-logs', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     client.setNotificationHandler('notifications/message', (n) => void logs.push(n.params as LogParams));
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), withBearer(token)));
     return client;
   };
 

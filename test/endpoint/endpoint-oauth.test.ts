@@ -157,6 +157,24 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     return u;
   }
 
+  /**
+   * An authorization request's parameters: a code for `resource` with the S256 `challenge`, as the
+   * 'manual' client to its redirect, `over` replacing or adding any of them.
+   */
+  const codeRequest = (
+    challenge: string,
+    resource: string,
+    over: Record<string, string> = {},
+  ): Record<string, string> => ({
+    response_type: 'code',
+    client_id: clientUrl('manual'),
+    redirect_uri: REDIRECT,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+    resource,
+    ...over,
+  });
+
   /** The browser opens an authorization URL: the pending sign-in's id (from the console URL it is sent to). */
   async function openAuthorization(browser: TestBrowser, url: URL): Promise<string> {
     const res = await browser.request(url);
@@ -187,15 +205,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     const resource = urlOf(agent);
     const id = await openAuthorization(
       browser,
-      authorizeUrl({
-        response_type: 'code',
-        client_id: clientUrl(client),
-        redirect_uri: REDIRECT,
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-        state: 'st-1',
-        resource,
-      }),
+      authorizeUrl(codeRequest(challenge, resource, { client_id: clientUrl(client), state: 'st-1' })),
     );
     const back = await browser.request(await decide(id, 'approve'));
     expect(back.status, back.text).toBe(302);
@@ -232,6 +242,10 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
       ...over,
     });
 
+  /** The 'manual' client's refresh with `refreshToken` (no resource named). */
+  const refreshAsManual = (refreshToken: string) =>
+    tokenRequest({ grant_type: 'refresh_token', refresh_token: refreshToken, client_id: clientUrl('manual') });
+
   /** A tools/list through the endpoint with a bearer token: the HTTP status (the MCP result is not needed). */
   async function endpointStatus(agent: string, accessToken: string): Promise<number> {
     const res = await fetch(urlOf(agent), {
@@ -258,6 +272,18 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
       5_000,
       'token refused',
     );
+  }
+
+  /** Either SDK's client calls everything__echo with `message` and gets it back. */
+  async function echoes(
+    client: {
+      callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<Record<string, unknown>>;
+    },
+    message: string,
+  ): Promise<void> {
+    expect(
+      JSON.stringify((await client.callTool({ name: 'everything__echo', arguments: { message } })).content),
+    ).toContain(message);
   }
 
   /** The SDK v2 client's provider, in memory: everything stored exactly as received. */
@@ -385,8 +411,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     try {
       const tools = await client.listTools();
       expect(tools.tools.map((t) => t.name)).toContain('everything__echo');
-      const result = await client.callTool({ name: 'everything__echo', arguments: { message: 'signed in' } });
-      expect(JSON.stringify(result.content)).toContain('signed in');
+      await echoes(client, 'signed in');
     } finally {
       await client.close();
     }
@@ -405,11 +430,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     const again = new Client({ name: 'oauth-test', version: '1.0.0' });
     await again.connect(new StreamableHTTPClientTransport(new URL(urlOf(agentA)), { authProvider: provider }));
     try {
-      expect(
-        JSON.stringify(
-          (await again.callTool({ name: 'everything__echo', arguments: { message: 'refreshed' } })).content,
-        ),
-      ).toContain('refreshed');
+      await echoes(again, 'refreshed');
     } finally {
       await again.close();
     }
@@ -430,11 +451,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     await client.connect(transport);
     try {
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('everything__echo');
-      expect(
-        JSON.stringify(
-          (await client.callTool({ name: 'everything__echo', arguments: { message: 'legacy signed in' } })).content,
-        ),
-      ).toContain('legacy signed in');
+      await echoes(client, 'legacy signed in');
     } finally {
       await client.close();
     }
@@ -449,15 +466,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     const again = await redeem(c);
     expect(again).toMatchObject({ status: 400, body: { error: 'invalid_grant' } });
     await refusedSoon(agentA, ok.body.access_token);
-    expect(
-      (
-        await tokenRequest({
-          grant_type: 'refresh_token',
-          refresh_token: ok.body.refresh_token,
-          client_id: clientUrl('manual'),
-        })
-      ).body.error,
-    ).toBe('invalid_grant');
+    expect((await refreshAsManual(ok.body.refresh_token)).body.error).toBe('invalid_grant');
   });
 
   it('a code redeemed twice at once gives one token, and the replay revokes it', async () => {
@@ -503,22 +512,10 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     expect(r1.body.refresh_token).not.toBe(t.body.refresh_token);
     await refusedSoon(agentA, t.body.access_token);
     expect(await endpointStatus(agentA, r1.body.access_token)).toBe(200);
-    const reuse = await tokenRequest({
-      grant_type: 'refresh_token',
-      refresh_token: t.body.refresh_token,
-      client_id: clientUrl('manual'),
-    });
+    const reuse = await refreshAsManual(t.body.refresh_token);
     expect(reuse.body.error).toBe('invalid_grant');
     await refusedSoon(agentA, r1.body.access_token);
-    expect(
-      (
-        await tokenRequest({
-          grant_type: 'refresh_token',
-          refresh_token: r1.body.refresh_token,
-          client_id: clientUrl('manual'),
-        })
-      ).body.error,
-    ).toBe('invalid_grant');
+    expect((await refreshAsManual(r1.body.refresh_token)).body.error).toBe('invalid_grant');
   });
 
   it('the client signs out (RFC 7009): its tokens are refused; another client cannot sign it out', async () => {
@@ -535,15 +532,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     expect(await endpointStatus(agentA, t.body.access_token)).toBe(200);
     expect((await revoke({ token: t.body.refresh_token, client_id: clientUrl('manual') })).status).toBe(200);
     await refusedSoon(agentA, t.body.access_token);
-    expect(
-      (
-        await tokenRequest({
-          grant_type: 'refresh_token',
-          refresh_token: t.body.refresh_token,
-          client_id: clientUrl('manual'),
-        })
-      ).body.error,
-    ).toBe('invalid_grant');
+    expect((await refreshAsManual(t.body.refresh_token)).body.error).toBe('invalid_grant');
     expect((await revoke({ client_id: clientUrl('manual') })).status).toBe(400);
   });
 
@@ -571,30 +560,12 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     }
     expect((await api.act('RevokeAgentToken', { id: row.id })).revoked).toBe(false);
     await refusedSoon(agentB, t.body.access_token);
-    expect(
-      (
-        await tokenRequest({
-          grant_type: 'refresh_token',
-          refresh_token: t.body.refresh_token,
-          client_id: clientUrl('manual'),
-        })
-      ).body.error,
-    ).toBe('invalid_grant');
+    expect((await refreshAsManual(t.body.refresh_token)).body.error).toBe('invalid_grant');
   });
 
   it('only an OWNER of the account sees and decides its sign-ins', async () => {
     const { challenge } = pkce();
-    const id = await openAuthorization(
-      new TestBrowser(),
-      authorizeUrl({
-        response_type: 'code',
-        client_id: clientUrl('manual'),
-        redirect_uri: REDIRECT,
-        code_challenge: challenge,
-        code_challenge_method: 'S256',
-        resource: urlOf(agentA),
-      }),
-    );
+    const id = await openAuthorization(new TestBrowser(), authorizeUrl(codeRequest(challenge, urlOf(agentA))));
     const writer = new ApiClient(system.apiUrl, undefined, api.principal);
     await api.act('AuthorizeSigner', { principal: writer.key.principal, role: 'WRITER' });
     await expect(writer.act('ListSignInRequests')).rejects.toMatchObject({ code: 'forbidden' });
@@ -611,15 +582,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
   it('an approval carried to another browser completes nothing; a denial goes back as access_denied', async () => {
     const { challenge } = pkce();
     const starter = new TestBrowser();
-    const params = {
-      response_type: 'code',
-      client_id: clientUrl('manual'),
-      redirect_uri: REDIRECT,
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-      state: 's2',
-      resource: urlOf(agentA),
-    };
+    const params = codeRequest(challenge, urlOf(agentA), { state: 's2' });
     const id = await openAuthorization(starter, authorizeUrl(params));
     const cont = await decide(id, 'approve');
     // Another browser (no cookie) with the approver's link: refused, no code.
@@ -655,14 +618,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
   });
 
   it('refuses plain PKCE, a metadata document at a private address, and a redirect the document does not list', async () => {
-    const base = {
-      response_type: 'code',
-      client_id: clientUrl('manual'),
-      redirect_uri: REDIRECT,
-      code_challenge: pkce().challenge,
-      state: 's3',
-      resource: urlOf(agentA),
-    };
+    const base = codeRequest(pkce().challenge, urlOf(agentA), { state: 's3' });
     const plain = await new TestBrowser().request(authorizeUrl({ ...base, code_challenge_method: 'plain' }));
     expect(plain.status).toBe(302);
     expect(Object.fromEntries(new URL(plain.location ?? '').searchParams)).toMatchObject({
@@ -672,20 +628,18 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
     });
     const before = (await api.act('ListSignInRequests')).signIns.length;
     for (const clientId of ['https://10.1.2.3/client.json', 'https://169.254.169.254/latest/client.json']) {
-      const res = await new TestBrowser().request(
-        authorizeUrl({ ...base, code_challenge_method: 'S256', client_id: clientId }),
-      );
+      const res = await new TestBrowser().request(authorizeUrl({ ...base, client_id: clientId }));
       expect(res.status).toBe(400);
       expect(res.location).toBeNull();
       expect(res.text).toContain('may not be fetched');
     }
     const notListed = await new TestBrowser().request(
-      authorizeUrl({ ...base, code_challenge_method: 'S256', redirect_uri: 'https://evil.example/cb' }),
+      authorizeUrl({ ...base, redirect_uri: 'https://evil.example/cb' }),
     );
     expect(notListed.status).toBe(400);
     expect(notListed.location).toBeNull();
     const byName = await new TestBrowser().request(
-      authorizeUrl({ ...base, code_challenge_method: 'S256', resource: `${endpointUrl}/v1/agents/alpha/mcp` }),
+      authorizeUrl({ ...base, resource: `${endpointUrl}/v1/agents/alpha/mcp` }),
     );
     expect(new URL(byName.location ?? '').searchParams.get('error')).toBe('invalid_target');
     expect((await api.act('ListSignInRequests')).signIns.length).toBe(before);
@@ -815,14 +769,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
   });
 
   it('an account holds at most 20 pending sign-ins (the authorize endpoint is open to anyone)', async () => {
-    const base = {
-      response_type: 'code',
-      client_id: clientUrl('other'),
-      redirect_uri: REDIRECT,
-      code_challenge: pkce().challenge,
-      code_challenge_method: 'S256',
-      resource: urlOf(agentB),
-    };
+    const base = codeRequest(pkce().challenge, urlOf(agentB), { client_id: clientUrl('other') });
     const pending = (await api.act('ListSignInRequests')).signIns.length;
     const browser = new TestBrowser();
     for (let i = pending; i < 20; i++) await openAuthorization(browser, authorizeUrl({ ...base, state: `p${i}` }));
@@ -874,17 +821,7 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
           },
         );
         const { verifier, challenge } = pkce();
-        await page.goto(
-          authorizeUrl({
-            response_type: 'code',
-            client_id: clientUrl('manual'),
-            redirect_uri: REDIRECT,
-            code_challenge: challenge,
-            code_challenge_method: 'S256',
-            state: 'browser',
-            resource: urlOf(agent),
-          }).toString(),
-        );
+        await page.goto(authorizeUrl(codeRequest(challenge, urlOf(agent), { state: 'browser' })).toString());
         await page.locator('#sign-in-approve').waitFor();
         const consent = (await page.locator('#sign-in').textContent()) ?? '';
         expect(consent).toContain('Test client manual');
@@ -934,14 +871,9 @@ describe('OAuth sign-in to the agent endpoint (the authorization server as its o
 
   // Last: it spends this address's bucket of authorization requests.
   it('an address that floods the authorize endpoint is refused with 429 and Retry-After before any fetch', async () => {
-    const url = authorizeUrl({
-      response_type: 'code',
-      client_id: 'https://10.1.2.3/client.json',
-      redirect_uri: REDIRECT,
-      code_challenge: pkce().challenge,
-      code_challenge_method: 'S256',
-      resource: urlOf(agentA),
-    });
+    const url = authorizeUrl(
+      codeRequest(pkce().challenge, urlOf(agentA), { client_id: 'https://10.1.2.3/client.json' }),
+    );
     let limited: Response | undefined;
     for (let i = 0; i < 200 && limited === undefined; i++) {
       const res = await fetch(url, { redirect: 'manual' });

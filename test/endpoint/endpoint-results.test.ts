@@ -45,6 +45,19 @@ describe('the agent MCP endpoint: results as the proxy shapes them', () => {
 
   const headers = (): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
+  /** Either SDK's client gets the image tool's two parts and the structured tool's content as the server gave them. */
+  async function expectImageAndStructured(client: {
+    callTool(params: { name: string; arguments: Record<string, unknown> }): Promise<Record<string, unknown>>;
+  }): Promise<void> {
+    expect((await client.callTool({ name: 'shapes__image', arguments: {} })).content).toEqual([
+      { type: 'text', text: 'a tiny image' },
+      { type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png' },
+    ]);
+    expect((await client.callTool({ name: 'shapes__structured', arguments: {} })).structuredContent).toEqual({
+      count: 3,
+    });
+  }
+
   it('passes images, structured content and bounded text on, and says a tool error as server_error (SDK v2)', async () => {
     const client = new Client({ name: 'shapes', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } });
     await client.connect(
@@ -55,13 +68,7 @@ describe('the agent MCP endpoint: results as the proxy shapes them', () => {
       expect(tools.find((t) => t.name === 'shapes__structured')?.outputSchema).toMatchObject({
         properties: { count: { type: 'number' } },
       });
-      const image = await client.callTool({ name: 'shapes__image', arguments: {} });
-      expect(image.content).toEqual([
-        { type: 'text', text: 'a tiny image' },
-        { type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png' },
-      ]);
-      const structured = await client.callTool({ name: 'shapes__structured', arguments: {} });
-      expect(structured.structuredContent).toEqual({ count: 3 });
+      await expectImageAndStructured(client);
       const big = await client.callTool({ name: 'shapes__big_text', arguments: {} });
       const text = (big.content as Array<{ text: string }>)[0]!.text;
       expect(Buffer.byteLength(text)).toBeLessThan(300 * 1024);
@@ -79,13 +86,7 @@ describe('the agent MCP endpoint: results as the proxy shapes them', () => {
     const client = new V1Client({ name: 'shapes-v1', version: '1.0.0' });
     await client.connect(new V1Transport(new URL(sys.urlOf('shaped')), { requestInit: { headers: headers() } }));
     try {
-      const image = await client.callTool({ name: 'shapes__image', arguments: {} });
-      expect(image.content).toEqual([
-        { type: 'text', text: 'a tiny image' },
-        { type: 'image', data: TINY_PNG_BASE64, mimeType: 'image/png' },
-      ]);
-      const structured = await client.callTool({ name: 'shapes__structured', arguments: {} });
-      expect(structured.structuredContent).toEqual({ count: 3 });
+      await expectImageAndStructured(client);
       const failed = await client.callTool({ name: 'shapes__fail', arguments: {} });
       expect(failed.isError).toBe(true);
     } finally {

@@ -5,6 +5,7 @@ import { collectSseMessages } from '../support/fixtures/sse-messages.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { MODERN_VERSION, post } from './raw-mcp.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 type Json = Record<string, unknown>;
 const TASK_ID = /^tsk_[a-z2-7]{24}$/;
@@ -125,11 +126,7 @@ describe('endpoint: task notifications on a 2026-07-28 listen', () => {
     client.fallbackNotificationHandler = async (n) => {
       if (n.method === 'notifications/tasks') heard.push(n.params as Json);
     };
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(url), {
-        requestInit: { headers: { authorization: `Bearer ${tokenA}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(url), withBearer(tokenA)));
     try {
       const sub = await client.listen({ taskIds: [taskId] } as SubscriptionFilter);
       // The SDK's client keeps the acknowledged filter by its own schema, which has no taskIds (the

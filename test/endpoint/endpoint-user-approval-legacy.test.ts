@@ -7,6 +7,7 @@ import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-s
 import { INPUT_TOOLS } from '../inputs/input-system.js';
 import { StreamText, answerLegacy, callLegacy, initializeLegacy } from '../support/fixtures/legacy-raw-client.js';
 import { errorOf, startEndpointApprovalSystem, type EndpointSystem } from './endpoint-harness.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 const textOf = (result: object): string =>
   ((result as { content?: unknown }).content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
@@ -46,11 +47,7 @@ describe.skipIf(process.env.ENDPOINT_LEAN_CALLS === 'off')(
           );
         });
       }
-      await client.connect(
-        new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), {
-          requestInit: { headers: { authorization: `Bearer ${token}` } },
-        }),
-      );
+      await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), withBearer(token)));
       clients.push(client);
       return client;
     };

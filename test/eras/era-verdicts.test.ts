@@ -5,6 +5,7 @@ import type { RegistryHarness } from '../support/registry-harness.js';
 import { eraServersPerSuite } from './era-servers.js';
 import { eventually } from '../support/system.js';
 import { sendJson, sendResult, startHandWritten } from '../support/fixtures/hand-written-mcp.js';
+import { firstProjectedToolNames } from '../support/fixtures/agents.js';
 
 /** A server that answers server/discover with a result that lies (versions that are no versions) and 400 to anything else. */
 async function startLyingServer(): Promise<{ url: string; requests: number; close(): Promise<void> }> {
@@ -157,15 +158,7 @@ describe('era verdicts in the registry', () => {
     expect(server.status.skippedTools[0]).toMatchObject({ name: 'badheader' });
     expect(server.status.skippedTools[0].reason).toMatch(/x-mcp-header/);
     const { agent } = await api.act('CreateAgent', { name: 'hdr-agent', definition: { mcpServers: ['hdr'] } });
-    const names = await eventually(
-      async () => {
-        const t = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string }>;
-        return t.length > 0 ? t.map((x) => x.name) : undefined;
-      },
-      15_000,
-      'tools projected',
-    );
-    expect(names).toEqual(['hdr__echo']);
+    expect(await firstProjectedToolNames(api, agent.id)).toEqual(['hdr__echo']);
     const listed = (await api.act('ListMcpServers', {})).servers.find((s: { name: string }) => s.name === 'hdr');
     expect(listed).toMatchObject({ era: 'modern', protocolVersion: '2026-07-28' });
   });

@@ -98,3 +98,15 @@ export async function invokeAnswered(
 export function textOf(result: { text?: string }): string {
   return result.text ?? '';
 }
+
+/** The text of `tool`'s call in run `run` re-sent with its answered question `inputRequestId`. */
+export async function resumedText(
+  system: Pick<ProxySystem, 'call'>,
+  agent: string,
+  run: string,
+  tool: string,
+  args: Record<string, unknown>,
+  inputRequestId: string,
+): Promise<string> {
+  return textOf((await system.call(agent, run, tool, args, { inputRequestId })).result);
+}

@@ -3,6 +3,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { errorOf, startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
 import { INPUT_TOOLS, pendingInputs } from './input-system.js';
+import { withBearer } from '../support/fixtures/bearer.js';
 
 const textOf = (result: { content?: unknown }): string =>
   (result.content as Array<{ text?: string }> | undefined)?.[0]?.text ?? '';
@@ -59,11 +60,7 @@ describe('input requests through the agent MCP endpoint', () => {
           model: 'client-model',
         }),
       );
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(new StreamableHTTPClientTransport(new URL(sys.urlOf(agent)), withBearer(token)));
     clients.push(client);
     return client;
   };

@@ -10,6 +10,7 @@ import {
   failure,
   invokeAnswered,
   pendingInputs,
+  resumedText,
   textOf,
 } from './input-system.js';
 
@@ -49,14 +50,9 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect(listed?.era).toBe('legacy');
     expect(upstream.stats.elicitations).toBe(1);
     await acceptInput(system, asked.inputRequestId, { confirm: true });
-    const done = await system.call(
-      'old-agent',
-      'lg-1',
-      'old__deploy',
-      { env: 'prod' },
-      { inputRequestId: asked.inputRequestId },
+    expect(await resumedText(system, 'old-agent', 'lg-1', 'old__deploy', { env: 'prod' }, asked.inputRequestId)).toBe(
+      'Deployed to prod',
     );
-    expect(textOf(done.result)).toBe('Deployed to prod');
     expect(upstream.stats.calls).toBe(1);
     expect(upstream.stats.answers.at(-1)).toMatchObject({ action: 'accept', content: { confirm: true } });
   });
@@ -70,14 +66,9 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     expect(second).toMatchObject({ round: 2 });
     expect(second.requests[0]).toMatchObject({ message: 'Which region?' });
     await acceptInput(system, second.inputRequestId, { region: 'us-east-1' });
-    const done = await system.call(
-      'old-agent',
-      'lg-2',
-      'old__provision',
-      {},
-      { inputRequestId: second.inputRequestId },
+    expect(await resumedText(system, 'old-agent', 'lg-2', 'old__provision', {}, second.inputRequestId)).toBe(
+      'Provisioned orders in us-east-1',
     );
-    expect(textOf(done.result)).toBe('Provisioned orders in us-east-1');
 
     // The failure is taken at once: the declined call may fail before the answer's own reply is read.
     const waiting = failure(
@@ -207,13 +198,8 @@ describe('a legacy server that pushes elicitation/create (and sampling/createMes
     // Nothing was taken: the question is still listed, and answered well it lets the call go on.
     expect((await pendingInputs(system)).some((r: InputRequestView) => r.id === asked.inputRequestId)).toBe(true);
     await acceptInput(system, asked.inputRequestId, { confirm: true });
-    const done = await system.call(
-      'old-agent',
-      'lg-big',
-      'old__deploy',
-      { env: 'prod' },
-      { inputRequestId: asked.inputRequestId },
+    expect(await resumedText(system, 'old-agent', 'lg-big', 'old__deploy', { env: 'prod' }, asked.inputRequestId)).toBe(
+      'Deployed to prod',
     );
-    expect(textOf(done.result)).toBe('Deployed to prod');
   });
 });

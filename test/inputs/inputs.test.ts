@@ -14,6 +14,7 @@ import {
   invokeAnswered,
   pendingInputs,
   startInputSystem,
+  resumedText,
   textOf,
 } from './input-system.js';
 import { ApiClient } from '../support/api-client.js';
@@ -125,14 +126,9 @@ describe('input requests (input_required) through the proxy', () => {
         .details.reason,
     ).toBe('mismatch');
 
-    const done = await system.call(
-      'ops-agent',
-      'dep-1',
-      'ops__deploy',
-      { env: 'prod' },
-      { inputRequestId: asked.inputRequestId },
+    expect(await resumedText(system, 'ops-agent', 'dep-1', 'ops__deploy', { env: 'prod' }, asked.inputRequestId)).toBe(
+      'Deployed to prod',
     );
-    expect(textOf(done.result)).toBe('Deployed to prod');
     expect(upstream.stats.responsesSeen.at(-1)).toEqual({ confirm: { action: 'accept', content: { confirm: true } } });
 
     // Single use: a replay is refused and never reaches the server.
@@ -247,8 +243,7 @@ describe('input requests (input_required) through the proxy', () => {
       ).details.field,
     ).toBe('content');
     await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept' });
-    const done = await system.call('ops-agent', 'url-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId });
-    expect(textOf(done.result)).toBe('Signed in');
+    expect(await resumedText(system, 'ops-agent', 'url-1', 'ops__sign_in', {}, asked.inputRequestId)).toBe('Signed in');
   });
 
   it('a multi-round tool: each round is its own request; the server state goes back sealed-then-unsealed, never through the caller', async () => {
@@ -305,14 +300,9 @@ describe('input requests (input_required) through the proxy', () => {
       action: 'accept',
       content: { tags: ['prod', 'pii'] },
     });
-    const done = await system.call(
-      'ops-agent',
-      'mr-1',
-      'ops__provision',
-      {},
-      { inputRequestId: second.inputRequestId },
+    expect(await resumedText(system, 'ops-agent', 'mr-1', 'ops__provision', {}, second.inputRequestId)).toBe(
+      'Provisioned analytics in eu-west-1 tagged prod,pii',
     );
-    expect(textOf(done.result)).toBe('Provisioned analytics in eu-west-1 tagged prod,pii');
     expect(upstream.stats.statesSeen.at(-1)).toBe(JSON.stringify({ step: 'named', name: 'analytics' }));
   });
 
@@ -499,8 +489,7 @@ describe('input requests (input_required) through the proxy', () => {
     await system.api.act('ApproveToolCall', { approvalId });
     const asked = await askedInput(system.call('ops-agent', 'ap-1', 'ops__sign_in', {}, { approvalId }));
     await system.api.act('AnswerInputRequest', { id: asked.inputRequestId, action: 'accept' });
-    const done = await system.call('ops-agent', 'ap-1', 'ops__sign_in', {}, { inputRequestId: asked.inputRequestId });
-    expect(textOf(done.result)).toBe('Signed in');
+    expect(await resumedText(system, 'ops-agent', 'ap-1', 'ops__sign_in', {}, asked.inputRequestId)).toBe('Signed in');
     // A fresh call still stops for a human: the approval went with that one call.
     expect((await failure(system.call('ops-agent', 'ap-2', 'ops__sign_in', {}))).code).toBe('approval_required');
   });

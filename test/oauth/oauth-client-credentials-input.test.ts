@@ -8,10 +8,8 @@ import type { TestMcpServer, TestOAuthServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import type { InProcessSystem } from '../support/system.js';
+import { otherPemForms, pkcs8Pem } from '../support/fixtures/private-keys.js';
 import { oauthSystemPerSuite } from '../support/fixtures/suites.js';
-
-const pkcs8 = (key: { export(o: { type: 'pkcs8'; format: 'pem' }): string | Buffer }): string =>
-  key.export({ type: 'pkcs8', format: 'pem' }).toString();
 
 /** `config.oauth` of a client credentials server, refused field by field; and `mcpx servers set` for one. */
 describe('OAuth client credentials: input and CLI', () => {
@@ -31,16 +29,11 @@ describe('OAuth client credentials: input and CLI', () => {
 
   it('bad config.oauth is invalid_input naming the field, echoes no secret and stores nothing', async () => {
     const secret = `cc-input-${randomBytes(16).toString('hex')}`;
-    const ec = pkcs8(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
-    const p384 = pkcs8(generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey);
+    const ec = pkcs8Pem(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey);
+    const p384 = pkcs8Pem(generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey);
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-    const rsa1024 = pkcs8(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
-    const sec1 = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-      .privateKey.export({ type: 'sec1', format: 'pem' })
-      .toString();
-    const encrypted = generateKeyPairSync('ec', { namedCurve: 'P-256' })
-      .privateKey.export({ type: 'pkcs8', format: 'pem', cipher: 'aes-256-cbc', passphrase: 'pw' })
-      .toString();
+    const rsa1024 = pkcs8Pem(generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
+    const { sec1, encrypted } = otherPemForms();
     const publicPem = rsa.publicKey.export({ type: 'spki', format: 'pem' }).toString();
     const garbage = `-----BEGIN PRIVATE KEY-----\n${Buffer.from(secret).toString('base64')}\n-----END PRIVATE KEY-----\n`;
     const cc = { clientId: 'cc-bad', grant: 'client_credentials' };
@@ -72,7 +65,7 @@ describe('OAuth client credentials: input and CLI', () => {
       [{ ...cc, privateKey: publicPem, keyAlg: 'RS256' }, 'config.oauth.privateKey'],
       [{ ...cc, privateKey: garbage, keyAlg: 'ES256' }, 'config.oauth.privateKey'],
       [
-        { ...cc, privateKey: pkcs8(rsa.privateKey), keyAlg: 'ES256' },
+        { ...cc, privateKey: pkcs8Pem(rsa.privateKey), keyAlg: 'ES256' },
         'config.oauth.privateKey',
         /not a key ES256 signs with \(an EC key on the P-256 curve\)/,
       ],
@@ -81,7 +74,7 @@ describe('OAuth client credentials: input and CLI', () => {
       [
         {
           ...cc,
-          privateKey: pkcs8(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey),
+          privateKey: pkcs8Pem(generateKeyPairSync('rsa-pss', { modulusLength: 2048 }).privateKey),
           keyAlg: 'PS256',
         },
         'config.oauth.privateKey',
@@ -94,7 +87,7 @@ describe('OAuth client credentials: input and CLI', () => {
     // The secret, and a line of each key's body: none may show in an error.
     const needles = [
       secret,
-      ...[ec, p384, rsa1024, sec1, garbage, pkcs8(rsa.privateKey)].map((pem) => pem.split('\n')[1]!),
+      ...[ec, p384, rsa1024, sec1, garbage, pkcs8Pem(rsa.privateKey)].map((pem) => pem.split('\n')[1]!),
     ];
     const api = new ApiClient(system.apiUrl);
     for (const [oauth, field, message] of cases) {
@@ -140,55 +133,44 @@ describe('OAuth client credentials: input and CLI', () => {
   it('mcpx servers set … --grant client_credentials with --client-secret or --private-key-file --key-alg connects, shows only that a credential is set', async () => {
     const api = new ApiClient(system.apiUrl);
     const { env, dir } = cliEnvFor(api);
+    /** `mcpx servers set NAME <upstream> --auth oauth --client-id ID --grant client_credentials`, then `flags`. */
+    const setMachineByCli = (name: string, clientId: string, flags: string[]) =>
+      runCli(
+        [
+          'servers',
+          'set',
+          name,
+          upstream.url,
+          '--auth',
+          'oauth',
+          '--client-id',
+          clientId,
+          '--grant',
+          'client_credentials',
+          ...flags,
+        ],
+        env,
+      );
 
     const secret = `cc-cli-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-cli', { secret });
-    const set = await runCli(
-      [
-        'servers',
-        'set',
-        'clicc',
-        upstream.url,
-        '--auth',
-        'oauth',
-        '--client-id',
-        'cc-cli',
-        '--client-secret',
-        secret,
-        '--grant',
-        'client_credentials',
-      ],
-      env,
-    );
+    const set = await setMachineByCli('clicc', 'cc-cli', ['--client-secret', secret]);
     expect(set.code, set.stderr).toBe(0);
     expect(set.stdout).toMatch(/^clicc {2}connected, 2 tools/);
     expect(set.stdout).not.toMatch(/authorize in a browser/);
 
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const pemFile = join(dir, 'client.pem');
-    const pem = pkcs8(privateKey);
+    const pem = pkcs8Pem(privateKey);
     writeFileSync(pemFile, pem, { mode: 0o600 });
     as.registerMachineClient('cc-cli-jwt', { publicKey, alg: 'ES256' });
-    const jwt = await runCli(
-      [
-        'servers',
-        'set',
-        'clijwt',
-        upstream.url,
-        '--auth',
-        'oauth',
-        '--client-id',
-        'cc-cli-jwt',
-        '--grant',
-        'client_credentials',
-        '--private-key-file',
-        pemFile,
-        '--key-alg',
-        'ES256',
-        '--json',
-      ],
-      env,
-    );
+    const jwt = await setMachineByCli('clijwt', 'cc-cli-jwt', [
+      '--private-key-file',
+      pemFile,
+      '--key-alg',
+      'ES256',
+      '--json',
+    ]);
     expect(jwt.code, jwt.stderr).toBe(0);
     const parsed = JSON.parse(jwt.stdout) as { status: { state: string }; oauthClient: unknown };
     expect(parsed.status.state).toBe('ok');
@@ -205,44 +187,10 @@ describe('OAuth client credentials: input and CLI', () => {
     for (const out of [set, jwt, show]) expect(out.stdout + out.stderr).not.toContain(body);
     expect(set.stdout + set.stderr).not.toContain(secret);
 
-    const usage = await runCli(
-      [
-        'servers',
-        'set',
-        'clibad',
-        upstream.url,
-        '--auth',
-        'oauth',
-        '--client-id',
-        'x',
-        '--grant',
-        'client_credentials',
-        '--key-alg',
-        'ES256',
-      ],
-      env,
-    );
+    const usage = await setMachineByCli('clibad', 'x', ['--key-alg', 'ES256']);
     expect(usage.code).not.toBe(0);
     expect(usage.stderr).toMatch(/--private-key-file and --key-alg go together/);
-    const mismatch = await runCli(
-      [
-        'servers',
-        'set',
-        'clibad',
-        upstream.url,
-        '--auth',
-        'oauth',
-        '--client-id',
-        'x',
-        '--grant',
-        'client_credentials',
-        '--private-key-file',
-        pemFile,
-        '--key-alg',
-        'RS256',
-      ],
-      env,
-    );
+    const mismatch = await setMachineByCli('clibad', 'x', ['--private-key-file', pemFile, '--key-alg', 'RS256']);
     expect(mismatch.code).not.toBe(0);
     expect(mismatch.stderr).toMatch(/config\.oauth\.privateKey: is not a key RS256 signs with/);
     expect(mismatch.stderr).not.toContain(body);

@@ -99,6 +99,14 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
 
   const act = recordingAct(responses);
 
+  /** Sets server `name` at `url` to get its tokens with the client credentials grant and `oauth`'s client. */
+  function setMachineServer(api: ApiClient, name: string, oauth: Record<string, unknown>, url = upstream.url) {
+    return act(api, 'SetMcpServer', {
+      name,
+      config: { url, auth: 'oauth', oauth: { ...oauth, grant: 'client_credentials' } },
+    });
+  }
+
   /** An agent granted `server`, once the projector has its tools. */
   async function agentFor(api: ApiClient, server: string): Promise<string> {
     return createProjectedAgent(api, `${server}-agent`, [server], 2, act);
@@ -150,14 +158,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
       authorizations: as.stats.authorizations,
       registrations: as.stats.registrations,
     };
-    const set = await act(api, 'SetMcpServer', {
-      name: 'ccbasic',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-basic', clientSecret: secret, grant: 'client_credentials' },
-      },
-    });
+    const set = await setMachineServer(api, 'ccbasic', { clientId: 'cc-basic', clientSecret: secret });
     expect(set.server.status).toMatchObject({ state: 'ok' });
     expect(set.authorizationUrl).toBeUndefined();
     expect(set.server.tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
@@ -191,14 +192,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const secret = `cc-race-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-race', { secret });
     const api = new ApiClient(system.apiUrl);
-    await act(api, 'SetMcpServer', {
-      name: 'ccrace',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-race', clientSecret: secret, grant: 'client_credentials' },
-      },
-    });
+    await setMachineServer(api, 'ccrace', { clientId: 'cc-race', clientSecret: secret });
     const agent = await agentFor(api, 'ccrace');
     const instances = ['proxy-inproc', second.instance];
     for (const [i, inst] of instances.entries())
@@ -240,14 +234,12 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const secret = `cc-post-${randomBytes(16).toString('hex')}`;
     asPost.registerMachineClient('cc-post', { secret });
     const api = new ApiClient(system.apiUrl);
-    const set = await act(api, 'SetMcpServer', {
-      name: 'ccpost',
-      config: {
-        url: upstreamPost.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-post', clientSecret: secret, grant: 'client_credentials', scope: 'mcp:tools' },
-      },
-    });
+    const set = await setMachineServer(
+      api,
+      'ccpost',
+      { clientId: 'cc-post', clientSecret: secret, scope: 'mcp:tools' },
+      upstreamPost.url,
+    );
     expect(set.server.status.state).toBe('ok');
     expect(set.server.oauthClient).toEqual({
       clientId: 'cc-post',
@@ -266,14 +258,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const key = es256Key();
     as.registerMachineClient('cc-jwt', { publicKey: key.publicKey, alg: 'ES256' });
     const api = new ApiClient(system.apiUrl);
-    const set = await act(api, 'SetMcpServer', {
-      name: 'ccjwt',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-jwt', grant: 'client_credentials', privateKey: key.pem, keyAlg: 'ES256' },
-      },
-    });
+    const set = await setMachineServer(api, 'ccjwt', { clientId: 'cc-jwt', privateKey: key.pem, keyAlg: 'ES256' });
     expect(set.server.status.state).toBe('ok');
     expect(set.server.oauthClient).toEqual({
       clientId: 'cc-jwt',
@@ -295,14 +280,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
     const rsaPem = rsa.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
     as.registerMachineClient('cc-rsa', { publicKey: rsa.publicKey, alg: 'RS256' });
-    const rs = await act(api, 'SetMcpServer', {
-      name: 'ccrsa',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-rsa', grant: 'client_credentials', privateKey: rsaPem, keyAlg: 'RS256' },
-      },
-    });
+    const rs = await setMachineServer(api, 'ccrsa', { clientId: 'cc-rsa', privateKey: rsaPem, keyAlg: 'RS256' });
     expect(rs.server.status.state).toBe('ok');
     expect(as.stats.clientAuthMethods.at(-1)).toBe('private_key_jwt');
     await expectNothingLeaked(api, [pemBody(key.pem), pemBody(rsaPem)]);
@@ -313,14 +291,7 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     const wrong = `cc-wrong-${randomBytes(16).toString('hex')}`;
     as.registerMachineClient('cc-wrong', { secret: right });
     const api = new ApiClient(system.apiUrl);
-    const set = await act(api, 'SetMcpServer', {
-      name: 'ccwrong',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-wrong', clientSecret: wrong, grant: 'client_credentials' },
-      },
-    });
+    const set = await setMachineServer(api, 'ccwrong', { clientId: 'cc-wrong', clientSecret: wrong });
     expect(set.server.status.state).toBe('error');
     expect(set.server.status.error).toMatch(
       /the authorization server refused the OAuth client credentials \(invalid_client: wrong client secret\)/,
@@ -329,27 +300,17 @@ describe.each(['legacy', 'modern'] as const)('OAuth client credentials (%s prote
     expect(set.authorizationError).toBeUndefined();
     expect((await act(api, 'RefreshMcpServer', { name: 'ccwrong' })).server.status.state).toBe('error');
     // The owner sets the right secret: connected.
-    const fixed = await act(api, 'SetMcpServer', {
-      name: 'ccwrong',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-wrong', clientSecret: right, grant: 'client_credentials' },
-      },
-    });
+    const fixed = await setMachineServer(api, 'ccwrong', { clientId: 'cc-wrong', clientSecret: right });
     expect(fixed.server.status.state).toBe('ok');
 
     // A key of its own that the authorization server does not hold: the forged assertion is refused.
     const registered = es256Key();
     const other = es256Key();
     as.registerMachineClient('cc-forged', { publicKey: registered.publicKey, alg: 'ES256' });
-    const forged = await act(api, 'SetMcpServer', {
-      name: 'ccforged',
-      config: {
-        url: upstream.url,
-        auth: 'oauth',
-        oauth: { clientId: 'cc-forged', grant: 'client_credentials', privateKey: other.pem, keyAlg: 'ES256' },
-      },
+    const forged = await setMachineServer(api, 'ccforged', {
+      clientId: 'cc-forged',
+      privateKey: other.pem,
+      keyAlg: 'ES256',
     });
     expect(forged.server.status.state).toBe('error');
     expect(forged.server.status.error).toMatch(/invalid_client: bad assertion signature/);

@@ -58,6 +58,31 @@ describe('RequestMux', () => {
     expect(mux.size).toBe(0);
   });
 
+  it('requests made while others are out leave at the end of the turn, in order; flushQueued sends them before a later publish', async () => {
+    const subject = `mcpx.test.order.${randomUUID()}`;
+    const heard: string[] = [];
+    const sub = responder.subscribe(`${subject}.>`, {
+      callback: (_e, m) => {
+        heard.push(new TextDecoder().decode(m.data));
+        if (m.reply !== undefined && m.reply !== '') m.respond(m.data);
+      },
+    });
+    await responder.flush();
+    const mux = new RequestMux(nc);
+    const enc = (t: string): Uint8Array => new TextEncoder().encode(t);
+    const out = ['a', 'b', 'c'].map((t) => mux.request(`${subject}.call`, enc(t), { timeout: 10_000 }));
+    // What a cancel does: the queued requests first, then its own publish, in the same turn.
+    mux.flushQueued();
+    nc.publish(`${subject}.cancel`, enc('cancel-c'));
+    const replies = await Promise.all(out);
+    await nc.flush();
+    await responder.flush();
+    expect(replies.map((m) => new TextDecoder().decode(m.data))).toEqual(['a', 'b', 'c']);
+    expect(heard).toEqual(['a', 'b', 'c', 'cancel-c']);
+    sub.unsubscribe();
+    expect(mux.size).toBe(0);
+  });
+
   it('nobody listening is no_responders, as nats.js raises it (a RequestError caused by the class)', async () => {
     const mux = new RequestMux(nc);
     const err = await failed(mux.request(`mcpx.test.${randomUUID()}`, new Uint8Array(), { timeout: 10_000 }));

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@mcpx/envelope';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { storedSecretNames } from '../support/fixtures/stored-secrets.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -203,15 +204,7 @@ describe('registry actions', () => {
       15_000,
       'agent two projected',
     );
-    const secretNames = async (): Promise<string[]> =>
-      (
-        await h.sql
-          .selectFrom('registry.secrets')
-          .select('name')
-          .where('account_id', '=', api.principal)
-          .orderBy('name')
-          .execute()
-      ).map((r) => r.name);
+    const secretNames = (): Promise<string[]> => storedSecretNames(h.sql, api.principal);
     expect(await secretNames()).toEqual([
       'mcp-g_h-authorization',
       'mcp-gh-authorization',
@@ -276,14 +269,6 @@ describe('registry actions', () => {
       .server;
     expect(server.secretHeaderNames).toEqual(['X-A']);
     expect(server.headerNames).toEqual(['X-B']);
-    const names = (
-      await h.sql
-        .selectFrom('registry.secrets')
-        .select('name')
-        .where('account_id', '=', api.principal)
-        .orderBy('name')
-        .execute()
-    ).map((r) => r.name);
-    expect(names).toEqual(['mcp-s-x-a']);
+    expect(await storedSecretNames(h.sql, api.principal)).toEqual(['mcp-s-x-a']);
   });
 });

@@ -13,9 +13,17 @@ import {
 } from '../servers/index.js';
 import { authorizeVendor, registerVendorClient, type VendorClient } from '../auth-methods/vendor-oauth.js';
 import { ApiClient } from '../support/api-client.js';
-import { RegistryHarness } from '../support/registry-harness.js';
+import { RegistryHarness, type HarnessOptions } from '../support/registry-harness.js';
+import { registryPerSuite } from '../support/fixtures/suites.js';
 import { eventually } from '../support/system.js';
 import { NEW_KEY, OLD_KEY, rotateSecrets, rotationReport, tables } from './rotation.js';
+
+/** A registry on the old key alone, no projector, its re-probes too far off to run during a test. */
+const ROTATING: HarnessOptions = {
+  env: { SECRETS_KEYRING: OLD_KEY },
+  projector: false,
+  registry: { reprobe: { baseMs: 600_000 } },
+};
 
 const bothKeys = new SecretBox(parseKeyring(`${OLD_KEY},${NEW_KEY}`));
 
@@ -43,17 +51,7 @@ async function storedVendorTokens(
 
 describe('secrets rotation: a value written while it runs', () => {
   let h: RegistryHarness;
-
-  beforeAll(async () => {
-    h = await RegistryHarness.start({
-      env: { SECRETS_KEYRING: OLD_KEY },
-      projector: false,
-      registry: { reprobe: { baseMs: 600_000 } },
-    });
-  });
-  afterAll(async () => {
-    await h?.stop();
-  });
+  registryPerSuite(ROTATING, (started) => (h = started));
 
   it('is kept as written, never replaced with the stale plaintext the rotation read; the next run re-seals it', async () => {
     const raced = h.api();
@@ -133,17 +131,7 @@ describe('secrets rotation: a value written while it runs', () => {
 
 describe('secrets rotation: a value that does not open', () => {
   let h: RegistryHarness;
-
-  beforeAll(async () => {
-    h = await RegistryHarness.start({
-      env: { SECRETS_KEYRING: OLD_KEY },
-      projector: false,
-      registry: { reprobe: { baseMs: 600_000 } },
-    });
-  });
-  afterAll(async () => {
-    await h?.stop();
-  });
+  registryPerSuite(ROTATING, (started) => (h = started));
 
   it('fails the command naming the table, the row and the key id, never the value; nothing changes', async () => {
     const api = h.api();
@@ -210,8 +198,7 @@ describe('secrets rotation: a vendor refresh in flight', () => {
     client = await registerVendorClient(as);
     tokenEndpoint = await startHeldTokenEndpoint(as);
     h = await RegistryHarness.start({
-      projector: false,
-      registry: { reprobe: { baseMs: 600_000 } },
+      ...ROTATING,
       env: {
         SECRETS_KEYRING: OLD_KEY,
         BUILTIN_ENDPOINTS: `github=${upstream.url}`,

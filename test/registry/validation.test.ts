@@ -109,6 +109,15 @@ describe('invalid actions: a typed error naming the field, nothing written', () 
       code: 'invalid_input',
       field: 'name',
     },
+    // Names that would split or wildcard a NATS subject (mcp.notices.<acct>.<server>,
+    // mcp.events.server.*.<acct>.<server>) if they reached one: refused before anything is written.
+    ...['*', '>', 'a*', 'a>', 'a b', 'a\tb', 'a\nb', 'db.>', 'other.*'].map((name): Row => ({
+      what: `name ${JSON.stringify(name)} (a subject wildcard, separator or whitespace)`,
+      send: () => set(name, { url: url() }),
+      status: 400,
+      code: 'invalid_input',
+      field: 'name',
+    })),
     {
       what: 'name not a string',
       send: () => set(42, { url: url() }),

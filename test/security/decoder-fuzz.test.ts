@@ -136,6 +136,8 @@ const payloadValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
 // Not `__proto__`: the wire refuses that key (a test below), so a valid payload never holds it.
 const id = fc.stringMatching(/^[A-Za-z0-9_-]{1,20}$/).filter((s) => s !== '__proto__');
 const hex = fc.stringMatching(/^[0-9a-f]{1,64}$/);
+/** The call an approval or input event is about: its agent, run, tool and server. */
+const aCall = { agent: id, run: id, tool: id, server: id };
 const cid = fc.stringMatching(/^b[a-z2-7]{20,60}$/);
 const tool = fc.record({
   name: id,
@@ -247,10 +249,7 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
     fc.record({
       account: id,
       approvalId: id,
-      agent: id,
-      run: id,
-      tool: id,
-      server: id,
+      ...aCall,
       remoteName: id,
       argsHash: hex,
       expiresAt: id,
@@ -262,10 +261,7 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
     fc.record({
       account: id,
       approvalId: id,
-      agent: id,
-      run: id,
-      tool: id,
-      server: id,
+      ...aCall,
       decision: fc.constantFrom('approved', 'denied'),
       decidedBy: id,
       decidedAt: id,
@@ -278,10 +274,7 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
     fc.record({
       account: id,
       inputRequestId: id,
-      agent: id,
-      run: id,
-      tool: id,
-      server: id,
+      ...aCall,
       forPerson: fc.boolean(),
       expiresAt: id,
     }),
@@ -292,10 +285,7 @@ const decoders: Array<[string, (b: Uint8Array) => unknown, fc.Arbitrary<unknown>
     fc.record({
       account: id,
       inputRequestId: id,
-      agent: id,
-      run: id,
-      tool: id,
-      server: id,
+      ...aCall,
       answeredBy: fc.string({ maxLength: 20 }),
       answeredAt: id,
       expiresAt: id,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { RegistryHarness } from '../support/registry-harness.js';
-import { eventually } from '../support/system.js';
+import { firstProjectedToolNames } from '../support/fixtures/agents.js';
 
 /**
  * A remote server whose tool carries the key `__proto__` (in its input schema): the wire refuses
@@ -37,14 +37,6 @@ describe('a tool carrying a "__proto__" key', () => {
       expect.objectContaining({ name: 'poisoned', reason: expect.stringContaining('__proto__') }),
     ]);
     const { agent } = await api.act('CreateAgent', { name: 'px-agent', definition: { mcpServers: ['px'] } });
-    const names = await eventually(
-      async () => {
-        const t = (await api.act('ListAgentTools', { agent: agent.id })).tools as Array<{ name: string }>;
-        return t.length > 0 ? t.map((x) => x.name) : undefined;
-      },
-      15_000,
-      'tools projected',
-    );
-    expect(names).toEqual(['px__echo']);
+    expect(await firstProjectedToolNames(api, agent.id)).toEqual(['px__echo']);
   });
 });

@@ -9,41 +9,22 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiClient } from '../support/api-client.js';
+import { openEventStream, type OpenedEventStream } from '../support/fixtures/event-streams.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
 const PER_ADDRESS = 4;
 const PER_PROCESS = 10;
 
-interface Stream {
-  status: number;
-  body: any;
-  retryAfter: string | null;
-  close: () => void;
-}
-
 /** A stream of a fresh key (a new account) from `address`. */
-async function openFrom(apiUrl: string, address: string, api = new ApiClient(apiUrl)): Promise<Stream> {
-  const abort = new AbortController();
-  const envelope = Buffer.from(JSON.stringify(api.envelope({ type: 'SubscribeEvents' }))).toString('base64url');
-  const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, apiUrl), {
-    signal: abort.signal,
-    headers: { 'x-forwarded-for': address },
-  });
-  if (res.status !== 200)
-    return {
-      status: res.status,
-      body: await res.json(),
-      retryAfter: res.headers.get('retry-after'),
-      close: () => abort.abort(),
-    };
-  return { status: 200, body: null, retryAfter: null, close: () => abort.abort() };
+function openFrom(apiUrl: string, address: string, api = new ApiClient(apiUrl)): Promise<OpenedEventStream> {
+  return openEventStream(apiUrl, api, { 'x-forwarded-for': address });
 }
 
 describe('event streams per client address and per process', () => {
   let h: RegistryHarness;
-  const open: Stream[] = [];
-  const keep = (s: Stream): Stream => (open.push(s), s);
+  const open: OpenedEventStream[] = [];
+  const keep = (s: OpenedEventStream): OpenedEventStream => (open.push(s), s);
 
   beforeAll(async () => {
     h = await RegistryHarness.start({
@@ -92,7 +73,7 @@ describe('event streams per client address and per process', () => {
 
   it('refuses any address once the process holds its streams; a closed stream makes room', async () => {
     // Each from an address of its own (no address is near its bound): the process's bound refuses.
-    let refused: Stream | undefined;
+    let refused: OpenedEventStream | undefined;
     for (let i = 1; refused === undefined && i <= PER_PROCESS + 1; i++) {
       const s = keep(await openFrom(h.apiUrl, `203.0.113.${i}`));
       if (s.status !== 200) refused = s;

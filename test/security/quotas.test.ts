@@ -6,6 +6,7 @@ import { loadConfig } from '@mcpx/config';
 import { generateKeyPair } from '@mcpx/envelope';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { openEventStream, type OpenedEventStream } from '../support/fixtures/event-streams.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { SseSubscriber } from '../support/sse-client.js';
 import { eventually } from '../support/system.js';
@@ -37,20 +38,8 @@ async function post(apiUrl: string, body: unknown): Promise<Answer> {
 }
 
 /** Opens the event stream and answers its status (and error body when refused), keeping it open when accepted. */
-async function openStream(
-  api: ApiClient,
-): Promise<{ status: number; body: any; retryAfter: string | null; close: () => void }> {
-  const abort = new AbortController();
-  const envelope = Buffer.from(JSON.stringify(api.envelope({ type: 'SubscribeEvents' }))).toString('base64url');
-  const res = await fetch(new URL(`/v1/events?envelope=${envelope}`, api.apiUrl), { signal: abort.signal });
-  if (res.status !== 200)
-    return {
-      status: res.status,
-      body: await res.json(),
-      retryAfter: res.headers.get('retry-after'),
-      close: () => abort.abort(),
-    };
-  return { status: 200, body: null, retryAfter: null, close: () => abort.abort() };
+function openStream(api: ApiClient): Promise<OpenedEventStream> {
+  return openEventStream(api.apiUrl, api);
 }
 
 /** Copies one of the account's rows `n` times under fresh ids and names (a quota filled without n discoveries). */

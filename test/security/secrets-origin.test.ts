@@ -11,6 +11,7 @@ import {
   type TestOAuthServer,
 } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { storedSecretNames } from '../support/fixtures/stored-secrets.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 import { actionError } from '../approvals/approval-tools.js';
@@ -55,15 +56,7 @@ describe('secrets stay with the origin they were given for', () => {
 
   /** Every header value the attacker's server ever received. */
   const seenByEvil = (): string => JSON.stringify([...evil.stats.headersSeen.entries()]);
-  const secretNames = async (): Promise<string[]> =>
-    (
-      await sql
-        .selectFrom('registry.secrets')
-        .select('name')
-        .where('account_id', '=', system.account)
-        .orderBy('name')
-        .execute()
-    ).map((r) => r.name);
+  const secretNames = (): Promise<string[]> => storedSecretNames(sql, system.account);
 
   it('a WRITER re-points servers with a bearer token and a secret header: the new host sees neither', async () => {
     const owner = system.api;

@@ -27,7 +27,7 @@ import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { ROOT, eventually } from '../support/system.js';
 import { actionError, approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
-import { INPUT_TOOLS, askedInput, failure, startInputSystem, textOf } from '../inputs/input-system.js';
+import { INPUT_TOOLS, askedInput, failure, resumedText, startInputSystem } from '../inputs/input-system.js';
 
 const run = promisify(execFile);
 
@@ -332,13 +332,8 @@ describe('accounts open: input requests capped across accounts', () => {
       action: 'accept',
       content: { confirm: true },
     });
-    const done = await system.call(
-      'ops-agent',
-      'mine',
-      'ops__deploy',
-      { env: 'prod' },
-      { inputRequestId: mine.inputRequestId },
+    expect(await resumedText(system, 'ops-agent', 'mine', 'ops__deploy', { env: 'prod' }, mine.inputRequestId)).toBe(
+      'Deployed to prod',
     );
-    expect(textOf(done.result)).toBe('Deployed to prod');
   });
 });

@@ -1,7 +1,5 @@
-import { createServer } from 'node:http';
-import { toNodeHandler } from '@modelcontextprotocol/node';
-import { createMcpHandler, Server } from '@modelcontextprotocol/server';
-import { listenOnLoopback } from './loopback.js';
+import { Server } from '@modelcontextprotocol/server';
+import { noResourceTemplates, serveStatelessMcp } from './stateless-mcp.js';
 
 /** MCP Apps' media type of an app's HTML (`RESOURCE_MIME_TYPE` of `@modelcontextprotocol/ext-apps`). */
 export const APP_MIME_TYPE = 'text/html;profile=mcp-app';
@@ -76,11 +74,7 @@ export async function startAppsUpstream(): Promise<{ url: string; close(): Promi
       ttlMs: 0,
       cacheScope: 'private' as const,
     }));
-    server.setRequestHandler('resources/templates/list', () => ({
-      resourceTemplates: [],
-      ttlMs: 0,
-      cacheScope: 'private' as const,
-    }));
+    server.setRequestHandler('resources/templates/list', noResourceTemplates);
     server.setRequestHandler('resources/read', (request) => {
       const c = contents[request.params.uri];
       if (c === undefined) throw new Error(`no resource ${request.params.uri}`);
@@ -88,14 +82,5 @@ export async function startAppsUpstream(): Promise<{ url: string; close(): Promi
     });
     return server;
   };
-  const handler = createMcpHandler(factory, { legacy: 'stateless' });
-  const node = toNodeHandler(handler);
-  const listening = await listenOnLoopback(createServer((req, res) => void node(req, res)));
-  return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
-    close: async () => {
-      await handler.close();
-      await listening.close();
-    },
-  };
+  return serveStatelessMcp(factory);
 }

@@ -23,12 +23,14 @@ export interface FrontServer {
   bodies: unknown[];
   /** Requests seen. */
   requests: number;
+  /** Each request's HTTP method and `Mcp-Session-Id`, in order (to see a session's DELETE). */
+  seen: Array<{ method: string; sessionId?: string }>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }
 
 export async function startFrontServer(opts: FrontServerOptions, port = 0): Promise<FrontServer> {
-  const state = { bodies: [] as unknown[], requests: 0 };
+  const state = { bodies: [] as unknown[], requests: 0, seen: [] as Array<{ method: string; sessionId?: string }> };
 
   async function readAll(req: IncomingMessage): Promise<Buffer> {
     const chunks: Buffer[] = [];
@@ -38,6 +40,8 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     state.requests++;
+    const sid = req.headers['mcp-session-id'];
+    state.seen.push({ method: req.method ?? '', ...(typeof sid === 'string' ? { sessionId: sid } : {}) });
     if (opts.mode === 'redirect') {
       res.writeHead(307, { location: new URL(req.url ?? '/', opts.target).toString() }).end();
       return;
@@ -89,6 +93,9 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
     },
     get requests() {
       return state.requests;
+    },
+    get seen() {
+      return state.seen;
     },
     close,
     [Symbol.asyncDispose]: close,

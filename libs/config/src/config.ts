@@ -1,5 +1,5 @@
 import { parseInternalHttp } from './internal-http.js';
-import { nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';
+import { nonNegativeNumberSetting, onOffSetting, portSetting, zeroMeansDefaultSetting } from './settings.js';
 import { inboxPrefixOf } from './nats-permissions.js';
 import { parseQuotas, type QuotaSettings } from './quotas.js';
 import { parsePinAudit, type PinAuditSettings } from './pins-audit.js';
@@ -119,6 +119,20 @@ export function parseNatsCredentials(
   if (pass === '') throw new Error(`${passVar} is required when ${userVar} is set`);
   if (!/^[A-Za-z0-9_-]{1,64}$/.test(user)) throw new Error(`${userVar} must be 1-64 letters, digits, _ or -`);
   return { user, pass, inboxPrefix: inboxPrefixOf(user) };
+}
+
+/**
+ * The bus connection a service's config names: the NATS URL, the subject prefix and, when set, the
+ * service's credentials (their `inboxPrefix` with them). Spread into `connectBus` beside the
+ * connection's name and log.
+ */
+export function busConnection(config: Pick<Config, 'natsUrl' | 'natsPrefix' | 'natsCredentials'>): {
+  url: string;
+  prefix: string;
+  credentials?: NatsCredentials;
+} {
+  const { natsUrl: url, natsPrefix: prefix, natsCredentials: credentials } = config;
+  return credentials === undefined ? { url, prefix } : { url, prefix, credentials };
 }
 
 const natsCredentialsField = (c: NatsCredentials | undefined): { natsCredentials?: NatsCredentials } =>
@@ -311,25 +325,16 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
         ),
       ),
       ratePerServer: nonNegativeNumberSetting(env, 'PROXY_RATE_PER_SERVER', DEFAULT_PROXY_SETTINGS.ratePerServer),
-      idleMs:
-        nonNegativeNumberSetting(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs) || DEFAULT_PROXY_SETTINGS.idleMs,
+      idleMs: zeroMeansDefaultSetting(env, 'PROXY_IDLE_MS', DEFAULT_PROXY_SETTINGS.idleMs),
       legacyElicitation: onOffSetting(env, 'PROXY_LEGACY_ELICITATION', true),
       tasks: {
-        maxTtlMs:
-          nonNegativeNumberSetting(env, 'TASK_MAX_TTL_MS', DEFAULT_TASK_SETTINGS.maxTtlMs) ||
-          DEFAULT_TASK_SETTINGS.maxTtlMs,
-        leaseMs:
-          nonNegativeNumberSetting(env, 'TASK_LEASE_MS', DEFAULT_TASK_SETTINGS.leaseMs) ||
-          DEFAULT_TASK_SETTINGS.leaseMs,
-        pollMinMs:
-          nonNegativeNumberSetting(env, 'TASK_POLL_MIN_MS', DEFAULT_TASK_SETTINGS.pollMinMs) ||
-          DEFAULT_TASK_SETTINGS.pollMinMs,
-        pollMaxMs:
-          nonNegativeNumberSetting(env, 'TASK_POLL_MAX_MS', DEFAULT_TASK_SETTINGS.pollMaxMs) ||
-          DEFAULT_TASK_SETTINGS.pollMaxMs,
+        maxTtlMs: zeroMeansDefaultSetting(env, 'TASK_MAX_TTL_MS', DEFAULT_TASK_SETTINGS.maxTtlMs),
+        leaseMs: zeroMeansDefaultSetting(env, 'TASK_LEASE_MS', DEFAULT_TASK_SETTINGS.leaseMs),
+        pollMinMs: zeroMeansDefaultSetting(env, 'TASK_POLL_MIN_MS', DEFAULT_TASK_SETTINGS.pollMinMs),
+        pollMaxMs: zeroMeansDefaultSetting(env, 'TASK_POLL_MAX_MS', DEFAULT_TASK_SETTINGS.pollMaxMs),
       },
     },
-    approvalTtlMs: nonNegativeNumberSetting(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS) || DEFAULT_APPROVAL_TTL_MS,
+    approvalTtlMs: zeroMeansDefaultSetting(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS),
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),

@@ -1,4 +1,5 @@
 export {
+  busConnection,
   loadConfig,
   parseKeyring,
   parseNatsCredentials,
@@ -34,7 +35,13 @@ export {
 } from './nats-deploy-config.js';
 export { LOCAL_DEV_KEYRING, parseProfile, refuseDevelopmentKeys } from './profile.js';
 export type { Profile } from './profile.js';
-export { integerSetting, nonNegativeNumberSetting, onOffSetting, portSetting } from './settings.js';
+export {
+  integerSetting,
+  nonNegativeNumberSetting,
+  onOffSetting,
+  portSetting,
+  zeroMeansDefaultSetting,
+} from './settings.js';
 export type { IntegerSetting } from './settings.js';
 export { loadRegistrySettings } from './registry-settings.js';
 export type { RegistrySettings } from './registry-settings.js';

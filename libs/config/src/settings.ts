@@ -53,6 +53,11 @@ export function nonNegativeNumberSetting(
   return n;
 }
 
+/** A non-negative number of `name` where 0 means "the default" (`fallback`), as unset does. */
+export function zeroMeansDefaultSetting(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  return nonNegativeNumberSetting(env, name, fallback) || fallback;
+}
+
 /** `on`/`true`/`1` or `off`/`false`/`0`, else `fallback` when unset or empty. */
 export function onOffSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
   const raw = env[name];

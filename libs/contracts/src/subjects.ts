@@ -257,9 +257,9 @@ export function makeSubjects(prefix = ''): Subjects {
     proxyTasks: `${p}mcp.proxy.tasks`,
     proxyWatch: `${p}mcp.proxy.watch`,
     proxyInstanceWatch: (i) => `${p}mcp.proxy.${t(i)}.watch`,
-    // A server name may hold dots (`[A-Za-z0-9_.-]`): as a subject token they become `_`; the
-    // payload names the server exactly, and it is what the listener reads.
-    upstreamNotice: (a, s) => `${p}mcp.notices.${t(a)}.${t(s.replace(/\./g, '_'))}`,
+    // A server name is one token (docs/names.md#server-names: `[a-z0-9_-]`), like every other
+    // name here: a dot, wildcard or space throws rather than being rewritten into another name's token.
+    upstreamNotice: (a, s) => `${p}mcp.notices.${t(a)}.${t(s)}`,
     upstreamNoticesAll: `${p}mcp.notices.>`,
     ...subjectParsers(p),
   };

@@ -83,9 +83,11 @@ describe('upstream subscriptions (mcp.proxy.watch, mcp.notices.<acct>.<server>)'
     );
   });
 
-  it('names a notice subject per account and server, a dotted server name as one token', () => {
+  it('names a notice subject per account and server; a name that is not one token throws, never rewritten', () => {
     const s = makeSubjects('t1.');
-    expect(s.upstreamNotice('acct', 'db.main')).toBe('t1.mcp.notices.acct.db_main');
+    expect(s.upstreamNotice('acct', 'db-main_1')).toBe('t1.mcp.notices.acct.db-main_1');
+    // `db.main` rewritten to `db_main` would publish one server's notices on another's subject.
+    for (const bad of ['db.main', '*', '>', 'a b', 'db.>']) expect(() => s.upstreamNotice('acct', bad)).toThrow();
     expect(s.proxyInstanceWatch('proxy-1')).toBe('t1.mcp.proxy.proxy-1.watch');
     expect(() => s.upstreamNotice('a.b', 'db')).toThrow();
   });

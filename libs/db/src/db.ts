@@ -2,6 +2,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import { Migrator, type Migration } from 'kysely/migration';
 import pg from 'pg';
 import type { Database } from './schema.js';
+import { typedPool } from './unavailable.js';
 import * as registryInit from './migrations/registry-20261130T0800-init.js';
 import * as registryPermissions from './migrations/registry-20261130T0900-permissions.js';
 import * as registryOAuth from './migrations/registry-20261130T0910-oauth.js';
@@ -67,18 +68,19 @@ export function createDb(url: string, opts: DbOptions = {}): Db {
   // (57P01 on a restart) and ended the process. Every client gets its own listener for good; its
   // next query fails (the caller sees the error), and the pool discards it on release.
   // A dropped connection may say so more than once (the server's message, then the socket's end,
-  // heard by either listener): it is told once per connection.
-  const told = new WeakSet<object>();
+  // heard by either listener): it is told once per connection. The clients told are the lost
+  // ones: a statement on one fails as Postgres unavailable (`typedPool`).
+  const lost = new WeakSet<object>();
   const tell = (err: Error, client: object): void => {
-    if (told.has(client)) return;
-    told.add(client);
+    if (lost.has(client)) return;
+    lost.add(client);
     opts.onIdleError?.(err);
   };
   pool.on('error', (err, client) => tell(err, client));
   pool.on('connect', (client) => {
     client.on('error', (err) => tell(err, client));
   });
-  return new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: typedPool(pool, lost) }) });
 }
 
 /** Migration sets, one per service schema, each with its own history table in that schema. */

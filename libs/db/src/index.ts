@@ -1,5 +1,6 @@
 export { AUTHORIZATION_SERVER_ROLE, createDb, migrate } from './db.js';
 export type { Db, DbOptions, SchemaName } from './db.js';
+export { PostgresUnavailableError, isPostgresUnavailable } from './unavailable.js';
 export type {
   Database,
   AccountsTable,

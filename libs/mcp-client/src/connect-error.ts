@@ -6,6 +6,7 @@ import {
   isEraFailure,
   McpClientError,
   McpClientErrorCode,
+  fetchRejectionText,
   networkCause,
   redactUrl,
   scrub,
@@ -43,7 +44,7 @@ export async function connectError(err: unknown, ctx: ConnectErrorContext): Prom
     return new McpClientError(McpClientErrorCode.Timeout, `${where} timed out after ${ctx.timeoutMs} ms`, base, cause);
   }
   if (err instanceof McpClientError) return err;
-  const network = networkCause(err) ?? networkCause(ctx.observations.lastNetworkError);
+  const network = networkCause(err) ?? fetchRejectionText(ctx.observations.lastNetworkError);
   if (err instanceof SdkError && isEraFailure(err) && network === undefined) {
     return new McpClientError(
       McpClientErrorCode.EraNegotiationFailed,

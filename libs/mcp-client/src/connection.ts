@@ -172,8 +172,8 @@ export class Connection implements McpConnection {
     return target === undefined ? undefined : taskTargetOf(target, this.#core.verdict);
   }
 
-  async close(): Promise<void> {
-    this.#closing ??= this.#close();
+  async close(opts: { keepSession?: boolean } = {}): Promise<void> {
+    this.#closing ??= this.#close(opts.keepSession === true);
     await this.#closing;
   }
 
@@ -327,9 +327,14 @@ export class Connection implements McpConnection {
     };
   }
 
-  async #close(): Promise<void> {
+  async #close(keepSession: boolean): Promise<void> {
     const transport = this.#core.sdkTransport;
-    if (!this.#closed && transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+    if (
+      !keepSession &&
+      !this.#closed &&
+      transport instanceof StreamableHTTPClientTransport &&
+      transport.sessionId !== undefined
+    ) {
       // Let the server free the session now rather than at its idle timeout.
       await withTimeout(
         transport.terminateSession().catch(() => {}),

@@ -1,6 +1,6 @@
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { describe, expect, it } from 'vitest';
-import { HttpStatusError, McpClientError, redactUrl } from './errors.js';
+import { HttpStatusError, McpClientError, fetchRejectionText, networkCause, redactUrl } from './errors.js';
 import { callRan, classifyMcpError } from './classify.js';
 
 function httpError(status: number, text: string): SdkHttpError {
@@ -153,5 +153,25 @@ describe('redactUrl', () => {
   it('drops userinfo, query and fragment', () => {
     expect(redactUrl('https://user:pw@example.com:8443/mcp?key=secret#x')).toBe('https://example.com:8443/mcp');
     expect(redactUrl('not a url')).toBe('<invalid url>');
+  });
+});
+
+describe('networkCause: a network failure is told by its code and its origin, never its words', () => {
+  it('an error without a cause is one only when it carries a network code', () => {
+    expect(networkCause(new TypeError('fetch failed'))).toBeUndefined();
+    expect(networkCause(new TypeError('network terminated'))).toBeUndefined();
+    const socket = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+    expect(networkCause(socket)).toBe('connect ECONNREFUSED 127.0.0.1:1');
+    const undici = Object.assign(new TypeError('other side closed'), { code: 'UND_ERR_SOCKET' });
+    expect(networkCause(undici)).toBe('other side closed');
+  });
+
+  it("what the fetch itself rejected with is a network failure when it is a TypeError, the Fetch standard's network error", () => {
+    expect(fetchRejectionText(new TypeError('Load failed'))).toBe('Load failed');
+    expect(fetchRejectionText(fetchFailed('getaddrinfo ENOTFOUND x.invalid', 'ENOTFOUND'))).toBe(
+      'getaddrinfo ENOTFOUND x.invalid',
+    );
+    expect(fetchRejectionText(new DOMException('This operation was aborted', 'AbortError'))).toBeUndefined();
+    expect(fetchRejectionText(undefined)).toBeUndefined();
   });
 });

@@ -158,7 +158,7 @@ export function networkCause(err: unknown): string | undefined {
     current = cause;
   }
   if (!(current instanceof Error) || current === err) {
-    return err instanceof Error && isFetchFailure(err) ? err.message : undefined;
+    return err instanceof Error && hasNetworkCode(err) ? err.message : undefined;
   }
   if (current.message) return current.message;
   // Happy-eyeballs failures are an AggregateError with an empty message.
@@ -170,8 +170,28 @@ export function networkCause(err: unknown): string | undefined {
   return typeof code === 'string' ? code : current.name;
 }
 
-function isFetchFailure(err: Error): boolean {
-  return err instanceof TypeError && /fetch failed|terminated|network/i.test(err.message);
+/**
+ * Codes that name a network failure: Node's system errors (`ECONNREFUSED`, `ENOTFOUND`,
+ * `ETIMEDOUT`), undici's error classes (`UND_ERR_SOCKET`, `UND_ERR_CONNECT_TIMEOUT`), TLS's.
+ */
+const NETWORK_CODE =
+  /^(E[A-Z0-9]{2,}|UND_ERR_[A-Z_]+|ERR_SSL_[A-Z0-9_]+|ERR_TLS_[A-Z0-9_]+|CERT_[A-Z_]+|UNABLE_TO_[A-Z_]+|DEPTH_ZERO_SELF_SIGNED_CERT|SELF_SIGNED_CERT_IN_CHAIN)$/;
+
+/** Whether an error without a cause is itself a network failure: by its code, never its words. */
+function hasNetworkCode(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'string' && NETWORK_CODE.test(code);
+}
+
+/**
+ * The text of what a fetch itself rejected with, when that is a network error: the Fetch
+ * standard rejects a network error with a TypeError (an abort is a DOMException), so a TypeError
+ * seen at the fetch (`trackedFetch`'s `lastNetworkError`) is one whatever it says; its socket
+ * error's text when it has a cause. Undefined for anything else.
+ */
+export function fetchRejectionText(err: unknown): string | undefined {
+  if (!(err instanceof TypeError)) return undefined;
+  return networkCause(err) ?? err.message;
 }
 
 /** HTTP status carried by an SDK transport error, if any. */

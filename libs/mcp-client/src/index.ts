@@ -23,6 +23,7 @@ export {
   TaskDialect,
   UpstreamTaskStatus,
   createdTaskOf,
+  endTaskSession,
   isTerminalStatus,
   offersTasksExtension,
   taskRequest,

@@ -231,7 +231,11 @@ export interface McpConnection {
    * Undefined on a legacy SSE connection (tasks are not brokered there).
    */
   taskTarget(): TaskWireTarget | undefined;
-  /** Ends the session (best effort) and closes the transport. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Ends the session (best effort) and closes the transport. Idempotent. `keepSession`: closes the
+   * transport without ending a legacy session (no DELETE), for requests that go on with the
+   * session's id alone (a brokered 2025 task's; {@link endTaskSession} ends it later).
+   */
+  close(opts?: { keepSession?: boolean }): Promise<void>;
   readonly closed: boolean;
 }

@@ -218,6 +218,37 @@ export async function taskRequest(
   }
 }
 
+/**
+ * Ends a 2025 task's session (`DELETE` with its `Mcp-Session-Id`) once the task has ended: the
+ * connection that made the task was closed without ending it (a brokered task holds no
+ * connection while it runs, docs/tasks.md#the-broker), so any instance can end it. True when the
+ * server took it (2xx) or no longer knew it (404); false otherwise (best effort: the server's
+ * idle timeout ends it then). Never throws.
+ */
+export async function endTaskSession(target: TaskWireTarget, timeoutMs: number): Promise<boolean> {
+  if (target.era !== 'legacy' || target.sessionId === undefined) return false;
+  const clock = new CallClock(timeoutMs, undefined);
+  try {
+    const res = await target.request(target.url, {
+      method: 'DELETE',
+      headers: {
+        ...target.headers,
+        'mcp-session-id': target.sessionId,
+        'mcp-protocol-version': target.protocolVersion,
+      },
+      signal: clock.signal,
+    });
+    // A DELETE's answer is small: drained, never read.
+    res.body.on('error', () => undefined);
+    res.body.resume();
+    return (res.statusCode >= 200 && res.statusCode < 300) || res.statusCode === 404;
+  } catch {
+    return false;
+  } finally {
+    clock.dispose();
+  }
+}
+
 /** A task request's headers and params: the modern `Mcp-Method`/`Mcp-Name` and `_meta`, or the legacy session. */
 function taskWire(
   target: TaskWireTarget,

@@ -280,6 +280,8 @@ export class ProxyClient {
 
   async cancel(account: string, run: string, callId: string): Promise<void> {
     const msg: ProxyCancel = { account, run, callId };
+    // A call still waiting for the end of its turn goes first: the proxy hears it before its cancel.
+    this.mux.flushQueued();
     publishNotification(this.nc, this.subjects.proxyCancel, msg);
     await this.nc.flush();
   }

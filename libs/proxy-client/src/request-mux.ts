@@ -42,6 +42,8 @@ export class RequestMux {
   private base = '';
   private seq = 0;
   private readonly pending = new Map<string, Pending>();
+  /** Requests of this turn waiting for {@link flushQueued}. */
+  private queued: Array<{ token: string; subject: string; data: Uint8Array; headers: MsgHdrs | undefined }> = [];
   private watching = false;
 
   constructor(private readonly nc: NatsConnection) {}
@@ -64,16 +66,33 @@ export class RequestMux {
       }
       const token = (this.seq++).toString(36);
       const timer = setTimeout(() => this.fail(token, new errors.TimeoutError()), opts.timeout);
+      // Others out: more requests are likely in this turn of the event loop (their HTTP requests
+      // arrived together), so this one waits for the turn's end and they leave in one socket write.
+      const together = this.pending.size > 0;
       this.pending.set(token, { subject, resolve, reject, timer });
-      try {
-        this.nc.publish(subject, data, {
-          reply: this.base + token,
-          ...(opts.headers === undefined ? {} : { headers: opts.headers }),
-        });
-      } catch (err) {
-        this.fail(token, err as Error);
-      }
+      if (!together) return this.publish(token, subject, data, opts.headers);
+      if (this.queued.push({ token, subject, data, headers: opts.headers }) === 1) setImmediate(this.flushQueued);
     });
+  }
+
+  /**
+   * Publishes the requests made in this turn of the event loop while others were out, in their
+   * order (nats.js then writes them to its socket in one write). Before anything else is published
+   * for one of them (its cancel), so that the server receives the request first.
+   */
+  readonly flushQueued = (): void => {
+    if (this.queued.length === 0) return;
+    const batch = this.queued;
+    this.queued = [];
+    for (const q of batch) if (this.pending.has(q.token)) this.publish(q.token, q.subject, q.data, q.headers);
+  };
+
+  private publish(token: string, subject: string, data: Uint8Array, headers: MsgHdrs | undefined): void {
+    try {
+      this.nc.publish(subject, data, { reply: this.base + token, ...(headers === undefined ? {} : { headers }) });
+    } catch (err) {
+      this.fail(token, err as Error);
+    }
   }
 
   private fail(token: string, err: Error): void {

@@ -37,6 +37,14 @@ export type {
   InputRecordStatus,
 } from './input-store.js';
 export { RUN_AGENTS_TTL_MS, RunAgents } from './run-agents.js';
-export { connectLimitsRedis, isRedisUnavailable, REDIS_FAIL_FAST, REDIS_RETRY_AFTER_MS } from './redis-options.js';
+export {
+  FailFastRedis,
+  RedisUnavailableError,
+  connectLimitsRedis,
+  isRedisUnavailable,
+  replyCode,
+  REDIS_FAIL_FAST,
+  REDIS_RETRY_AFTER_MS,
+} from './redis-options.js';
 export { redisMemoryProblems, redisMemorySettings } from './redis-memory.js';
 export type { RedisMemorySettings } from './redis-memory.js';

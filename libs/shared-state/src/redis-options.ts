@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, ReplyError, type Command, type RedisOptions } from 'ioredis';
 
 /**
  * Client options for a service whose requests need Redis and must not wait on its outage: a
@@ -7,8 +7,8 @@ import { Redis, type RedisOptions } from 'ioredis';
  * reconnects more than once. Without them ioredis queues commands while it reconnects and
  * answers after its retries (about 20 s): the request fails late, and as an unknown error.
  * The client still reconnects by itself (its default back-off, at most 2 s apart).
- * Create the client with `lazyConnect: true` and await `connect()`: with no offline queue a
- * command sent before the first connection is ready fails.
+ * {@link FailFastRedis}'s defaults; await its `connect()`: with no offline queue a command sent
+ * before the first connection is ready fails.
  */
 export const REDIS_FAIL_FAST = {
   maxRetriesPerRequest: 1,
@@ -21,36 +21,66 @@ export const REDIS_FAIL_FAST = {
 /** What a request refused for a Redis outage tells its caller to wait (the reconnect's pace). */
 export const REDIS_RETRY_AFTER_MS = 1_000;
 
-/** The messages (and names) of the errors ioredis raises when it cannot run a command now. */
-const UNAVAILABLE_MESSAGES = [
-  "Stream isn't writeable and enableOfflineQueue options is false",
-  'Connection is closed.',
-  'Command timed out',
-];
-
 /**
- * A reply whose error code (its first word, as Redis sends it) is `OOM`: the write was refused
- * because Redis is at its `maxmemory`. A script's first write refused so reaches the caller with
- * the same code (and nothing of the script was written).
+ * A command of a {@link FailFastRedis} got no answer from Redis: the client was not connected
+ * (no offline queue), the connection closed under it, it timed out, or its retries were spent.
+ * Nothing of it ran, or nothing is known of it. `cause` keeps the client's own error for the logs.
  */
-export function isOutOfMemory(err: Error): boolean {
-  return err.message.startsWith('OOM ');
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+
+  constructor(cause: unknown) {
+    super('redis is unavailable: the command got no answer', { cause });
+  }
 }
 
 /**
- * Whether `err` says Redis could not be reached (as opposed to a reply error of a command that
- * ran): the offline queue is off, the connection is closed, the command timed out, or its retries
- * are spent. `status` (the client's, when known) counts a plain error raised while the client is
- * not ready as the outage too.
+ * The error code of a reply error as Redis sends it, its first word (`OOM`, `WRONGTYPE`,
+ * `NOSCRIPT`); undefined for anything that is not a reply of Redis's.
  */
-export function isRedisUnavailable(err: unknown, status?: string): boolean {
-  if (!(err instanceof Error)) return false;
-  // A full Redis (maxmemory reached, policy noeviction) refuses writes with the OOM error code:
-  // nothing was written and it passes once memory is freed, so it is an outage, not a fault.
-  if (err.name === 'ReplyError') return isOutOfMemory(err);
-  if (err.name === 'MaxRetriesPerRequestError') return true;
-  if (UNAVAILABLE_MESSAGES.some((m) => err.message.startsWith(m))) return true;
-  return status !== undefined && status !== 'ready' && err.constructor === Error;
+export function replyCode(err: unknown): string | undefined {
+  if (!(err instanceof ReplyError)) return undefined;
+  const text = (err as Error).message;
+  const end = text.indexOf(' ');
+  return end === -1 ? text : text.slice(0, end);
+}
+
+/** The commands whose failures are already typed (a command is sent again across reconnects). */
+const typedCommands = new WeakSet<Command>();
+
+/**
+ * A Redis client (connecting lazily: await `connect()`) whose commands fail typed: a reply error
+ * stays the client's `ReplyError` (its code: {@link replyCode}); every other failure of a command
+ * (ioredis says these in words only: not writeable, connection closed, timed out; or its abort
+ * classes) becomes a {@link RedisUnavailableError}. A client in subscriber or monitor mode is not
+ * one of these. `options` default to {@link REDIS_FAIL_FAST}.
+ */
+export class FailFastRedis extends Redis {
+  constructor(url: string, options: Omit<RedisOptions, 'replyMapping'> = REDIS_FAIL_FAST) {
+    super(url, { ...options, lazyConnect: true });
+  }
+
+  override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
+    if (!typedCommands.has(command)) {
+      typedCommands.add(command);
+      const reject = command.reject;
+      command.reject = (err: Error) => reject(err instanceof ReplyError ? err : new RedisUnavailableError(err));
+    }
+    return super.sendCommand(command, stream);
+  }
+}
+
+/**
+ * Whether `err` says Redis could not serve a command (as opposed to a reply error of a command
+ * that ran): a {@link RedisUnavailableError} of a {@link FailFastRedis}, or a reply whose code is
+ * `OOM`. Decided by class and reply code only.
+ */
+export function isRedisUnavailable(err: unknown): boolean {
+  if (err instanceof RedisUnavailableError) return true;
+  // A full Redis (maxmemory reached, policy noeviction) refuses writes with the OOM error code
+  // (a script's first write refused so reaches the caller with the same code, nothing of the
+  // script written): it passes once memory is freed, so it is an outage, not a fault.
+  return replyCode(err) === 'OOM';
 }
 
 /**
@@ -59,13 +89,8 @@ export function isRedisUnavailable(err: unknown, status?: string): boolean {
  * reported through `onUnavailable` and the client keeps reconnecting by itself; what uses it
  * decides how to fail meanwhile (the call limits and the failed-token limit admit).
  */
-export async function connectLimitsRedis(url: string, onUnavailable: (err: Error) => void): Promise<Redis> {
-  const redis = new Redis(url, {
-    maxRetriesPerRequest: 1,
-    enableOfflineQueue: false,
-    commandTimeout: 1_000,
-    lazyConnect: true,
-  });
+export async function connectLimitsRedis(url: string, onUnavailable: (err: Error) => void): Promise<FailFastRedis> {
+  const redis = new FailFastRedis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, commandTimeout: 1_000 });
   redis.on('error', () => {});
   await redis.connect().catch((err: unknown) => onUnavailable(err as Error));
   return redis;

@@ -1,11 +1,10 @@
-import { Redis } from 'ioredis';
 import type { AuthorizationServerSettings } from '@mcpx/config';
 import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { AUTHORIZATION_SERVER_ROLE, createDb, type Db } from '@mcpx/db';
 import { InboundGuard } from '@mcpx/inbound';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { createOutboundFetch } from '@mcpx/outbound';
-import { REDIS_FAIL_FAST, RateLimiter } from '@mcpx/shared-state';
+import { FailFastRedis, RateLimiter } from '@mcpx/shared-state';
 import {
   responseCutRecorder,
   serviceTelemetry,
@@ -81,7 +80,7 @@ export async function startAuthorizationServer(
     settings.otlpEndpoint,
   );
   const db = await openDatabase(settings, log);
-  const redis = new Redis(settings.redisUrl, { ...REDIS_FAIL_FAST, lazyConnect: true });
+  const redis = new FailFastRedis(settings.redisUrl);
   redis.on('error', (err: Error) => log.warn('redis unavailable', { err }));
   await redis.connect();
   const outboundFetch = createOutboundFetch(settings.outbound, { onResponseCut: responseCutRecorder(telemetry.meter) });

@@ -22,9 +22,12 @@ import { z } from 'zod';
 import type { TokenGrant } from './agent-tokens.js';
 import { callToolResult, errorResult } from './call-result.js';
 import {
+  ASKING_CLIENT,
   RELATED_TASK_META_KEY,
   TASKS_EXTENSION_ID,
-  clientQuestions,
+  askingClient,
+  legacyWireTask,
+  type ClientRound,
   createTaskResult,
   declaresTasksExtension,
   META_TASK_ID,
@@ -57,9 +60,6 @@ const updateParams = {
     .object({ taskId: z.string().max(256), inputResponses: z.record(z.string(), z.unknown()).optional() })
     .passthrough(),
 };
-
-/** The status message of a task that asks its client (the client's answers go with `tasks/update`). */
-const ASKING_CLIENT = 'the server asks a question of this client';
 
 /** The answer of every task a token does not hold: the same as a task that never was. */
 const notFound = (): ProtocolError => new ProtocolError(ProtocolErrorCode.InvalidParams, 'Task not found');
@@ -226,10 +226,7 @@ export class EndpointTasks {
     const view = await this.own(grant, id);
     if (era === 'modern') return await this.detailed(grant, view);
     // A 2025 client asked its task's questions (its call declared it answers them) takes them with tasks/result.
-    const asking = await this.asking(grant, view);
-    return asking === undefined
-      ? wireTask(view, era)
-      : { ...wireTask(view, era), status: 'input_required', statusMessage: ASKING_CLIENT };
+    return legacyWireTask(view, await this.asking(grant, view));
   }
 
   /**
@@ -322,24 +319,9 @@ export class EndpointTasks {
     return era === 'modern' ? {} : wireTask(ended, 'legacy');
   }
 
-  /**
-   * The round a task asks this client (the questions its call declared the client answers: forms
-   * when it declared elicitation, sampling, roots), unanswered ones only; undefined when it asks
-   * the client nothing now (it works, or only the account owner is asked).
-   */
-  private async asking(
-    grant: TokenGrant,
-    view: TaskView,
-  ): Promise<{ inputRequestId: string; inputRequests: ReturnType<typeof clientQuestions> } | undefined> {
-    if (view.state !== 'input_required' || view.inputRequestId === undefined) return undefined;
-    const round = await this.deps.tasks.taskQuestions(grant.account, view.id).catch((err: unknown) => {
-      // The round ended between the two reads (answered, expired): nothing to ask.
-      if (err instanceof WireError && err.code === ErrorCodes.conflict) return undefined;
-      throw err;
-    });
-    const inputRequests = clientQuestions(round);
-    if (round === undefined || Object.keys(inputRequests).length === 0) return undefined;
-    return { inputRequestId: round.inputRequestId, inputRequests };
+  /** The round a task asks this client, unanswered questions only ({@link askingClient}). */
+  private async asking(grant: TokenGrant, view: TaskView): Promise<ClientRound | undefined> {
+    return await askingClient(this.deps.tasks, grant.account, view);
   }
 
   /**

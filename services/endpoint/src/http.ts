@@ -106,7 +106,7 @@ class EndpointRequests implements EndpointHandler {
     private readonly deps: EndpointHttpDeps,
     private readonly opts: EndpointHttpOptions,
   ) {
-    this.legacy = new LegacyStreams(deps);
+    this.legacy = new LegacyStreams(deps, () => deps.servers.counted('notifications/stream', 'server_not_granted'));
     this.slots = new StreamSlots(opts.streams, deps.tokens, (why) =>
       deps.servers.counted('notifications/stream', `token_${why}`),
     );

@@ -70,7 +70,7 @@ export function gatedRequests(d: {
     const viaSdk = (r: IncomingMessage, s: ServerResponse, b: string | undefined): void =>
       void serveWithBody(r, s, b, (request) => d.handler.serve(request, verdict), d.onError);
     if (d.lean !== undefined && body !== undefined)
-      d.lean.handle(req, res, address, verdict.grant, body, viaSdk, verdict.server);
+      d.lean.handle(req, res, address, verdict.grant, body, viaSdk, verdict.server, verdict.cors);
     else viaSdk(req, res, body);
   };
   return (req, res) => {

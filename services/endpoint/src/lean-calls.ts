@@ -20,6 +20,7 @@ import {
   isObject,
   leanCallOf,
   leanCandidate,
+  legacyTaskCandidate,
   legacyTaskResultOf,
   mirrorsHeaders,
   type Json,
@@ -94,8 +95,9 @@ export class LeanCalls {
     body: string,
     fallback: Fallback,
     server?: string,
+    cors?: Record<string, string>,
   ): void {
-    this.serve(req, res, clientAddress, grant, body, fallback, server).catch((err: unknown) => {
+    this.serve(req, res, clientAddress, grant, body, fallback, server, cors).catch((err: unknown) => {
       this.deps.onError(err as Error);
       if (!res.headersSent) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -114,9 +116,11 @@ export class LeanCalls {
     body: string,
     fallback: Fallback,
     server: string | undefined,
+    cors: Record<string, string> | undefined,
   ): Promise<void> {
     const candidate = leanCandidate(req, clientAddress, this.deps);
-    if (candidate === undefined || Buffer.byteLength(body) !== candidate.length) return fallback(req, res, body);
+    if (candidate === undefined || Buffer.byteLength(body) !== candidate.length)
+      return this.legacyTaskRequest(req, res, clientAddress, grant, body, fallback, cors);
     let msg: unknown;
     try {
       msg = JSON.parse(body);
@@ -124,15 +128,10 @@ export class LeanCalls {
       return fallback(req, res, body);
     }
     if (!isObject(msg)) return fallback(req, res, body);
-    if (!candidate.modern && (await this.questions.answered(msg, grant, res))) return;
+    if (!candidate.modern && (await this.questions.answered(msg, grant, res, cors))) return;
     if (!candidate.modern && msg.method === 'initialize') await this.questions.rememberInitialize(grant, msg);
     // A 2025 client's tasks/result: its task's questions of it are asked on the answer's stream.
-    if (!candidate.modern && msg.method === 'tasks/result') {
-      const asked = legacyTaskResultOf(msg);
-      const tasks = this.deps.calls.tasks;
-      if (asked === undefined || tasks === undefined) return fallback(req, res, body);
-      return this.legacyTaskResult(res, grant, asked, tasks);
-    }
+    if (!candidate.modern && msg.method === 'tasks/result') return this.taskResultOf(res, grant, msg, body, fallback);
     const call = leanCallOf(msg, candidate.modern, req);
     if (call === undefined) return fallback(req, res, body);
     const set = await this.deps.toolSets.get(grant.account, grant.agent).catch(() => null);
@@ -183,33 +182,46 @@ export class LeanCalls {
 
   private async modern(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
     const abort = abortOnClose(res);
-    let text: string;
-    // A handler's JSON-RPC error is answered with 200, but for -32021 (400), as the SDK answers it.
-    let status = 200;
-    try {
-      const declared = {
-        elicitation: declaresForms(call.caps.elicitation),
-        elicitationUrl: declaresUrl(call.caps.elicitation),
-        sampling: call.caps.sampling !== undefined,
-        roots: call.caps.roots !== undefined,
-      };
-      const result = await this.deps.calls.call(this.callInput(req, grant, call, declared, abort.signal));
-      const json = isInputRequiredResult(result)
-        ? inputRequiredJson(result, this.deps.serverInfo)
-        : resultJson(result, true, this.deps.serverInfo);
-      text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
-    } catch (err) {
-      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number))
-        status = 400;
-      text = rpcErrorJson(call.id, err);
-    } finally {
+    const declared = {
+      elicitation: declaresForms(call.caps.elicitation),
+      elicitationUrl: declaresUrl(call.caps.elicitation),
+      sampling: call.caps.sampling !== undefined,
+      roots: call.caps.roots !== undefined,
+    };
+    // Written as soon as the call's outcome is known, before its span ends and its metrics are counted.
+    let answered = false;
+    const answer = (result: CallToolResult | InputRequiredResult | undefined, err: unknown): void => {
+      if (answered) return;
+      answered = true;
       abort.done();
-    }
-    if (res.destroyed) return;
-    res.writeHead(status, { 'content-type': 'application/json' });
-    // The same bytes as a write and an end, sent at once (no uncork deferred to the next tick).
-    res.end(text);
+      let text: string | undefined;
+      // A handler's JSON-RPC error is answered with 200, but for -32021 (400), as the SDK answers it.
+      let status = 200;
+      if (result !== undefined) {
+        try {
+          const json = isInputRequiredResult(result)
+            ? inputRequiredJson(result, this.deps.serverInfo)
+            : resultJson(result, true, this.deps.serverInfo);
+          text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
+        } catch (e) {
+          err = e;
+        }
+      }
+      if (text === undefined) {
+        if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+        if (err instanceof ProtocolError && err.code === (ProtocolErrorCode.MissingRequiredClientCapability as number))
+          status = 400;
+        text = rpcErrorJson(call.id, err);
+      }
+      if (res.destroyed) return;
+      res.writeHead(status, { 'content-type': 'application/json' });
+      // The same bytes as a write and an end, sent at once (no uncork deferred to the next tick).
+      res.end(text);
+    };
+    // What the call threw was answered; a throw before it was told anything is answered here.
+    await this.deps.calls
+      .call(this.callInput(req, grant, call, declared, abort.signal), answer)
+      .catch((err: unknown) => answer(undefined, err));
   }
 
   private async legacy(req: IncomingMessage, res: ServerResponse, grant: TokenGrant, call: LeanCall): Promise<void> {
@@ -261,14 +273,59 @@ export class LeanCalls {
       const json = isCreatedTask(final) ? final : resultJson(final, false, this.deps.serverInfo);
       text = JSON.stringify({ result: json, jsonrpc: '2.0', id: call.id });
     } catch (err) {
-      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      text = rpcErrorJson(call.id, err);
+      text = this.failed(call.id, err);
     } finally {
       abort.done();
     }
-    if (res.destroyed) return;
-    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-    res.end(sseMessage(text));
+    endStream(res, text);
+  }
+
+  /** A 2025 `tasks/result` whose body is exactly that, served here (its task's questions asked on its stream); else the SDK's. */
+  private async taskResultOf(
+    res: ServerResponse,
+    grant: TokenGrant,
+    msg: Json,
+    body: string,
+    fallback: Fallback,
+    cors: Record<string, string> = {},
+  ): Promise<void> {
+    const asked = legacyTaskResultOf(msg);
+    const tasks = this.deps.calls.tasks;
+    if (asked === undefined || tasks === undefined) return fallback(res.req, res, body);
+    return this.legacyTaskResult(res, grant, asked, tasks, cors);
+  }
+
+  /**
+   * A 2025 request the lean path's rule leaves to the SDK's path (an `Origin`, no body length, a
+   * larger body) that is a `tasks/result` or an answer to a question asked on one: served here
+   * all the same, since the SDK's stateless serving can neither ask a task's questions nor take
+   * their answers (docs/tasks.md#questions). Everything else goes to the SDK's path.
+   */
+  private async legacyTaskRequest(
+    req: IncomingMessage,
+    res: ServerResponse,
+    clientAddress: string,
+    grant: TokenGrant,
+    body: string,
+    fallback: Fallback,
+    cors: Record<string, string> | undefined,
+  ): Promise<void> {
+    // Cheap first: only a body that names tasks/result, or has no method (an answer), is parsed.
+    if (
+      (body.includes('"method"') && !body.includes('"tasks/result"')) ||
+      !legacyTaskCandidate(req, clientAddress, this.deps)
+    )
+      return fallback(req, res, body);
+    let msg: unknown;
+    try {
+      msg = JSON.parse(body);
+    } catch {
+      return fallback(req, res, body);
+    }
+    if (!isObject(msg)) return fallback(req, res, body);
+    if (await this.questions.answered(msg, grant, res, cors)) return;
+    if (msg.method === 'tasks/result') return this.taskResultOf(res, grant, msg, body, fallback, cors);
+    return fallback(req, res, body);
   }
 
   /**
@@ -282,14 +339,16 @@ export class LeanCalls {
     grant: TokenGrant,
     asked: { id: string | number; taskId: string },
     tasks: EndpointTasks,
+    cors: Record<string, string>,
   ): Promise<void> {
     const abort = abortOnClose(res);
+    const head = { ...SSE_HEADERS, ...cors };
     let text: string;
     try {
       const declared = await this.deps.clients.declared(grant.id);
       const related = { [RELATED_TASK_META_KEY]: { taskId: asked.taskId } };
       const result = await tasks.legacyResult(grant, asked.taskId, abort.signal, (_items, round) => {
-        if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
+        if (!res.headersSent) res.writeHead(200, head);
         const inputRequests = Object.fromEntries(
           Object.entries(clientQuestions(round)).map(([key, q]) => [
             key,
@@ -300,18 +359,28 @@ export class LeanCalls {
       });
       text = JSON.stringify({ result: resultJson(result, false, this.deps.serverInfo), jsonrpc: '2.0', id: asked.id });
     } catch (err) {
-      if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
-      text = rpcErrorJson(asked.id, err);
+      text = this.failed(asked.id, err);
     } finally {
       abort.done();
     }
-    if (res.destroyed) return;
-    if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
-    res.end(sseMessage(text));
+    endStream(res, text, head);
+  }
+
+  /** The JSON-RPC error answering `id`; a fault that is not a server's JSON-RPC error is reported too. */
+  private failed(id: string | number, err: unknown): string {
+    if (!(err instanceof ProtocolError)) this.deps.onError(err as Error);
+    return rpcErrorJson(id, err);
   }
 
   /** Stops the questions waiting (the service is stopping): each is answered as not answered. */
   close(): void {
     this.questions.close();
   }
+}
+
+/** Ends an answer's event stream with its last message (opening it if nothing was sent yet), unless the client went away. */
+function endStream(res: ServerResponse, text: string, head: Record<string, string> = SSE_HEADERS): void {
+  if (res.destroyed) return;
+  if (!res.headersSent) res.writeHead(200, head);
+  res.end(sseMessage(text));
 }

@@ -86,6 +86,31 @@ export function leanCandidate(
   return { length, modern };
 }
 
+/**
+ * A 2025 POST the lean path serves whatever else sent it to the SDK's path, judged from its
+ * headers: a `tasks/result` or an answer to a question asked on one (docs/tasks.md#questions),
+ * which the SDK's stateless serving cannot ask or take. Its `Origin` was checked at admission
+ * (the answer then carries the CORS headers admission gave it); its body was read within the
+ * inbound bounds, with or without a length.
+ */
+export function legacyTaskCandidate(
+  req: IncomingMessage,
+  clientAddress: string,
+  d: { allowedHosts: readonly string[]; failures: TokenFailures },
+): boolean {
+  if (req.method !== 'POST' || header(req, 'mcp-method') !== undefined) return false;
+  const target = req.url ?? '';
+  const q = target.indexOf('?');
+  if (!FACE_PATH_RE.test(q < 0 ? target : target.slice(0, q))) return false;
+  if (!(header(req, 'content-type') ?? '').startsWith('application/json')) return false;
+  const version = header(req, 'mcp-protocol-version');
+  if (version !== undefined && !LEGACY_VERSIONS.has(version)) return false;
+  const accept = header(req, 'accept') ?? '';
+  if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
+  if (!checkHost(header(req, 'host') ?? null, d.allowedHosts).ok) return false;
+  return d.failures.blocked(clientAddress) === undefined;
+}
+
 /** The call of a body that is exactly one `tools/call` the SDK would take; else undefined. */
 export function leanCallOf(msg: Json, modern: boolean, req: IncomingMessage): LeanRequestCall | undefined {
   if (

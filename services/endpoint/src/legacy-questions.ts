@@ -86,12 +86,17 @@ export class LegacyQuestions {
    * A 2025 client's answer to one of its questions, taken here or by the instance that asked it
    * (202), true; anything else, false.
    */
-  async answered(msg: Json, grant: TokenGrant, res: ServerResponse): Promise<boolean> {
+  async answered(
+    msg: Json,
+    grant: TokenGrant,
+    res: ServerResponse,
+    cors: Record<string, string> = {},
+  ): Promise<boolean> {
     if (msg.method !== undefined || typeof msg.id !== 'string' || msg.jsonrpc !== '2.0') return false;
     // An error answer (the client cannot do it after all) is no answer.
     const result = isObject(msg.result) ? msg.result : undefined;
     if (!this.take(grant.id, msg.id, result) && !(await this.clients.forward(grant.id, msg.id, result))) return false;
-    res.writeHead(202);
+    res.writeHead(202, cors);
     res.end();
     return true;
   }

@@ -27,7 +27,11 @@ export class LegacyStreams {
   private readonly subscriptions?: LegacySubscriptions;
   private readonly taskStatus?: TaskStatusRelay;
 
-  constructor(deps: LegacyStreamsDeps) {
+  constructor(
+    deps: LegacyStreamsDeps,
+    /** Told of each per-server face's stream ended because its server is no longer granted (a metric). */
+    private readonly onUngranted: () => void = () => {},
+  ) {
     this.toolSets = deps.toolSets;
     this.subscriptions = deps.legacySubscriptions;
     this.taskStatus = deps.taskStatus;
@@ -36,13 +40,15 @@ export class LegacyStreams {
   /**
    * The stream of the grant's agent on a face (`face`: the per-server face's server) for the
    * client of `session` (its `Mcp-Session-Id`, '' for none), ended when `signal` aborts or its
-   * reader cancels it.
+   * reader cancels it, and on a per-server face when the agent is no longer granted its server.
    */
   stream(grant: TokenGrant, face: string | undefined, session: string, signal: AbortSignal): Response {
     const enc = new TextEncoder();
     const toolSets = this.toolSets;
     const subscriptions = this.subscriptions;
     const taskStatus = this.taskStatus;
+    const onUngranted = this.onUngranted;
+    let done = false;
     let cleanup = (): void => {};
     const body = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -55,13 +61,30 @@ export class LegacyStreams {
         };
         const message = (m: StreamMessage): void =>
           send(`event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', ...m })}\n\n`);
-        const unwatch = toolSets.watch(grant.account, grant.agent, () =>
-          message({ method: 'notifications/tools/list_changed' }),
-        );
+        const listChanged = (): void => message({ method: 'notifications/tools/list_changed' });
+        // On a per-server face, a change may be the end of the grant of its server (or of the
+        // agent): the face serves nothing any more, so its stream ends with a last comment, as
+        // the face's handler ends its listen streams (face-handlers.ts), instead of staying open
+        // and silent. A set that cannot be read now is told as a change, as on the merged face.
+        const changed =
+          face === undefined
+            ? listChanged
+            : (): void => {
+                toolSets.get(grant.account, grant.agent).then(
+                  (set) => {
+                    if (set !== null && set.granted.has(face)) return listChanged();
+                    if (done) return;
+                    onUngranted();
+                    send(': server not granted\n\n');
+                    cleanup();
+                  },
+                  () => listChanged(),
+                );
+              };
+        const unwatch = toolSets.watch(grant.account, grant.agent, changed);
         const detach = subscriptions?.stream(grant, face, session, message) ?? ((): void => {});
         const unrelay = taskStatus?.stream(grant, face, message) ?? ((): void => {});
         const keepalive = setInterval(() => send(': keepalive\n\n'), KEEPALIVE_MS);
-        let done = false;
         cleanup = () => {
           if (done) return;
           done = true;

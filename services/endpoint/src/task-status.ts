@@ -4,7 +4,7 @@ import { ENDPOINT_RUN_PREFIX, decodeTaskEvent, type Subjects } from '@mcpx/contr
 import { TaskClient } from '@mcpx/proxy-client';
 import type { TokenGrant } from './agent-tokens.js';
 import type { StreamMessage } from './legacy-subscriptions.js';
-import { wireTask } from './task-wire.js';
+import { askingClient, legacyWireTask } from './task-wire.js';
 
 /** A task's notifications on one stream are at most one per this long: the changes between are coalesced to the latest. */
 export const STATUS_COALESCE_MS = 500;
@@ -69,7 +69,12 @@ export class TaskStatusRelay {
           view.run === `${ENDPOINT_RUN_PREFIX}${grant.id}` &&
           view.agent === grant.agent &&
           (face === undefined || view.server === face);
-        if (mine) return { method: 'notifications/tasks/status', params: wireTask(view, 'legacy') };
+        // `input_required` while the task asks this client (it takes the questions with tasks/result), `working` again once answered.
+        if (mine)
+          return {
+            method: 'notifications/tasks/status',
+            params: legacyWireTask(view, await askingClient(this.tasks, grant.account, view)),
+          };
         if (foreign.size >= REMEMBERED_MAX) foreign.clear();
         foreign.add(task);
         return undefined;

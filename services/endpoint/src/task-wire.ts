@@ -1,4 +1,12 @@
-import { TaskStates, type InputRequestItem, type TaskQuestionsView, type TaskView } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  TaskStates,
+  WireError,
+  type InputRequestItem,
+  type TaskQuestionsView,
+  type TaskView,
+} from '@mcpx/contracts';
+import type { TaskClient } from '@mcpx/proxy-client';
 import type { TaskHandle } from '@mcpx/domain';
 import { Server, type CallToolResult } from '@modelcontextprotocol/server';
 
@@ -73,6 +81,46 @@ export function clientQuestions(
     if (wire !== undefined) out[q.key] = wire;
   }
   return out;
+}
+
+/** The status message of a task that asks its client (2025: take the questions with `tasks/result`; 2026-07-28: answer with `tasks/update`). */
+export const ASKING_CLIENT = 'the server asks a question of this client';
+
+/** The round a task asks its client: the round's id and its questions of the client, by key. */
+export interface ClientRound {
+  inputRequestId: string;
+  inputRequests: ReturnType<typeof clientQuestions>;
+}
+
+/**
+ * The round a task asks its client (the questions its call declared the client answers: forms
+ * when it declared elicitation, sampling, roots), unanswered ones only; undefined when it asks
+ * the client nothing now (it works, or only the account owner is asked).
+ */
+export async function askingClient(
+  tasks: Pick<TaskClient, 'taskQuestions'>,
+  account: string,
+  view: TaskView,
+): Promise<ClientRound | undefined> {
+  if (view.state !== TaskStates.inputRequired || view.inputRequestId === undefined) return undefined;
+  const round = await tasks.taskQuestions(account, view.id).catch((err: unknown) => {
+    // The round ended between the two reads (answered, expired): nothing to ask.
+    if (err instanceof WireError && err.code === ErrorCodes.conflict) return undefined;
+    throw err;
+  });
+  const inputRequests = clientQuestions(round);
+  if (round === undefined || Object.keys(inputRequests).length === 0) return undefined;
+  return { inputRequestId: round.inputRequestId, inputRequests };
+}
+
+/**
+ * A task as a 2025-11-25 client is shown it (`tasks/get`, `notifications/tasks/status`): as
+ * {@link wireTask}, but `input_required` while it asks this client (`asking`), which then takes
+ * the questions with `tasks/result`, as the 2025-11-25 tasks say.
+ */
+export function legacyWireTask(view: TaskView, asking: ClientRound | undefined): Record<string, unknown> {
+  const task = wireTask(view, 'legacy');
+  return asking === undefined ? task : { ...task, status: 'input_required', statusMessage: ASKING_CLIENT };
 }
 
 /**

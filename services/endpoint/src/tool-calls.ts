@@ -47,6 +47,12 @@ export interface ToolCallsDeps {
   tasks?: EndpointTasks;
 }
 
+/**
+ * Told a call's outcome as soon as it is known, before its span ends and its metrics are counted
+ * (the serving path writes its answer here): the result, or what was thrown.
+ */
+export type CallAnswer = (result: CallToolResult | InputRequiredResult | undefined, error: unknown) => void;
+
 /** One call on its way: its span, its outcome for the metrics, and its refusal as a tool result. */
 interface CallState {
   span: Span;
@@ -91,7 +97,7 @@ export class ToolCalls {
    * Runs the call; throws (a ProtocolError) only for a tool the agent does not have, a capability
    * a 2026-07-28 client did not declare, and a `requestState` it will not take (input-states.ts).
    */
-  async call(input: ToolCallInput): Promise<CallToolResult | InputRequiredResult> {
+  async call(input: ToolCallInput, answer?: CallAnswer): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name } = input;
     // A new trace linked to the client's (`_meta.traceparent` of 2026-07-28, else the HTTP headers), never its child.
     const { parent, links } = clientTraceOrigin(input.meta, input.headers);
@@ -111,18 +117,34 @@ export class ToolCalls {
     );
     const started = performance.now();
     const outcome = { value: 'ok' };
+    let result: CallToolResult | InputRequiredResult;
     try {
-      return await context.with(trace.setSpan(parent, span), () => this.run(input, span, outcome));
+      result = await context.with(trace.setSpan(parent, span), () => this.run(input, span, outcome));
     } catch (err) {
-      span.recordException(err as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+      try {
+        answer?.(undefined, err);
+      } finally {
+        span.recordException(err as Error);
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (err as Error).message });
+        this.done(span, outcome.value, started);
+      }
       throw err;
-    } finally {
-      span.setAttribute('mcpx.outcome', outcome.value);
-      span.end();
-      this.deps.requests.add(1, { method: 'tools/call', outcome: outcome.value });
-      this.deps.duration.record(performance.now() - started, { outcome: outcome.value });
     }
+    // The answer is written before the span ends and the metrics are counted: it does not wait for them.
+    try {
+      answer?.(result, undefined);
+    } finally {
+      this.done(span, outcome.value, started);
+    }
+    return result;
+  }
+
+  /** A call's span ended and its metrics counted, once it is answered. */
+  private done(span: Span, outcome: string, started: number): void {
+    span.setAttribute('mcpx.outcome', outcome);
+    span.end();
+    this.deps.requests.add(1, { method: 'tools/call', outcome });
+    this.deps.duration.record(performance.now() - started, { outcome });
   }
 
   /** The tool set checked, an approval answer taken, the requestState checked; then the call sent. */

@@ -1,5 +1,5 @@
 import { JetStreamPublisher, connectBus, retryStartup, type Bus } from '@mcpx/bus';
-import type { Config } from '@mcpx/config';
+import { busConnection, type Config } from '@mcpx/config';
 import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
 import { consumerBacklogGauge, setupTelemetry, startServiceHttp, type Telemetry } from '@mcpx/telemetry';
@@ -110,15 +110,7 @@ export async function startProjector(config: Config, opts: ProjectorOptions = {}
 }
 
 function connectProjectorBus(config: Config, log: Logger): Promise<Bus> {
-  return connectBus({
-    url: config.natsUrl,
-    name: `projector ${config.instanceId}`,
-    prefix: config.natsPrefix,
-    log,
-    ...(config.natsCredentials
-      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
-      : {}),
-  });
+  return connectBus({ ...busConnection(config), name: `projector ${config.instanceId}`, log });
 }
 
 /**

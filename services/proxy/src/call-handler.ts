@@ -11,7 +11,7 @@ import {
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
-import { ErrorCodes, MAX_CALL_TIMEOUT_MS, type ProxyCallRequest } from '@mcpx/contracts';
+import { ErrorCodes, MAX_CALL_TIMEOUT_MS, type ProxyCallRequest, type WireError } from '@mcpx/contracts';
 import type { McpToolDocument, ProxyResult } from '@mcpx/domain';
 import type { CallLimiter, CallLimits } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
@@ -147,8 +147,12 @@ export class CallHandler {
     return this.held.has(`${account}:${run}:${callId}`);
   }
 
-  /** Runs one call in the trace context `parent` (from the request's headers). */
-  async handle(req: ProxyCallRequest, parent: Context): Promise<ProxyResult> {
+  /**
+   * Runs one call in the trace context `parent` (from the request's headers). `answer`, when
+   * given, is told the outcome as soon as it is known, before the call's span is ended and its
+   * metrics and call-log row are written: the caller's reply does not wait for the bookkeeping.
+   */
+  async handle(req: ProxyCallRequest, parent: Context, answer?: CallAnswer): Promise<ProxyResult> {
     const started = performance.now();
     const key = `${req.account}:${req.run}:${req.callId}`;
     this.held.add(key);
@@ -174,28 +178,44 @@ export class CallHandler {
     let code = 'ok';
     const target: CallTarget = {};
     const ctx = trace.setSpan(parent, span);
+    let result: ProxyResult;
     try {
-      const result = await context.with(ctx, () => this.execute(req, key, started, span, target, ctx));
-      // A server's error passed on whole (`content`) is counted as the server_error it is for the runtime.
-      if (result.isError === true) code = ErrorCodes.serverError;
-      return result;
+      result = await context.with(ctx, () => this.execute(req, key, started, span, target, ctx));
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
+      this.held.delete(key);
+      try {
+        answer?.(undefined, wire);
+      } catch {
+        // The caller's answer failed (its reply is its own concern): the call is still accounted for below.
+      }
       // A fault of ours: the caller sees only `internal`; the operator sees what it was.
       if (wire.code === ErrorCodes.internal)
         this.deps.log?.error('a call failed with an unexpected error', { tool: req.tool, err: err as Error });
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
       span.setAttributes({ 'mcpx.error_code': wire.code, [McpAttributes.errorCode]: wire.code });
+      this.done(req, span, code, started, target);
       throw wire;
-    } finally {
-      this.held.delete(key);
-      span.setAttribute(McpAttributes.outcome, code);
-      span.end();
-      const ms = performance.now() - started;
-      this.count(code, ms, target);
-      this.deps.activity?.record(req, target, code, ms);
     }
+    // A server's error passed on whole (`content`) is counted as the server_error it is for the runtime.
+    if (result.isError === true) code = ErrorCodes.serverError;
+    this.held.delete(key);
+    try {
+      answer?.(result, undefined);
+    } finally {
+      this.done(req, span, code, started, target);
+    }
+    return result;
+  }
+
+  /** A call's bookkeeping once it is answered: its span ended, its metrics and its call-log row. */
+  private done(req: ProxyCallRequest, span: Span, code: string, started: number, target: CallTarget): void {
+    span.setAttribute(McpAttributes.outcome, code);
+    span.end();
+    const ms = performance.now() - started;
+    this.count(code, ms, target);
+    this.deps.activity?.record(req, target, code, ms);
   }
 
   private resumedStream(span: Span, server: string, outcome: 'resumed' | 'failed'): void {
@@ -358,6 +378,9 @@ export class CallHandler {
     return undefined;
   }
 }
+
+/** Told a call's outcome once it is known (a result, or the typed error the caller is answered with). */
+export type CallAnswer = (result: ProxyResult | undefined, error: WireError | undefined) => void;
 
 /** A call past its admission: what its upstream request and its reply need. */
 interface Admitted {

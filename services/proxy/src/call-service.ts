@@ -77,10 +77,17 @@ export async function startCallService(deps: CallServiceDeps): Promise<CallServi
         reply(msg, { ok: false, instance, error: wire.toJSON() });
         return;
       }
-      handler.handle(req, extractTraceContext(msg.headers as MsgHdrs | undefined)).then(
-        (result) => reply(msg, { ok: true, instance, result }),
-        (e: unknown) => reply(msg, { ok: false, instance, error: toWire(e).toJSON() }),
-      );
+      // Answered as soon as the outcome is known; the call's span, metrics and log row follow.
+      handler
+        .handle(req, extractTraceContext(msg.headers as MsgHdrs | undefined), (result, error) =>
+          reply(
+            msg,
+            error === undefined
+              ? { ok: true, instance, result: result! }
+              : { ok: false, instance, error: error.toJSON() },
+          ),
+        )
+        .catch(() => undefined);
     } catch (e) {
       log.error('a call request could not be handled', { subject: msg.subject, err: e as Error });
     }

@@ -313,20 +313,25 @@ export class ConnectionPool {
     await this.closeSlot(slot);
   }
 
-  private async closeSlot(slot: Slot): Promise<void> {
+  private async closeSlot(slot: Slot, keepSessions = false): Promise<void> {
     const conn = slot.conn ?? (await slot.pending?.catch(() => undefined));
-    if (conn !== undefined) await this.connector.release(conn);
+    if (conn !== undefined) await this.connector.release(conn, keepSessions);
   }
 
-  /** Closes a run's connections (on `mcp.runs.ended`). */
-  async endRun(account: string, run: string): Promise<boolean> {
+  /**
+   * Closes a run's connections (on `mcp.runs.ended`). `keepSessions`: their legacy sessions are
+   * left open on their servers (a brokered 2025 task's run, let go while the task goes on in its
+   * session by the session's id; the session is ended with the task).
+   */
+  async endRun(account: string, run: string, opts: { keepSessions?: boolean } = {}): Promise<boolean> {
     const runs = this.runs.get(account);
     const pool = runs?.get(run);
     if (runs === undefined || pool === undefined) return false;
     runs.delete(run);
     if (runs.size === 0) this.runs.delete(account);
     this.runCount--;
-    await Promise.all(pool.slots.map((s) => this.closeSlot(s)));
+    const keep = opts.keepSessions === true;
+    await Promise.all(pool.slots.map((s) => this.closeSlot(s, keep)));
     return true;
   }
 

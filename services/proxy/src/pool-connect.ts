@@ -199,8 +199,11 @@ export class PoolConnector {
     this.hooks.onVerdict?.(account, server, conn, { verdict: conn.verdict, authContext });
   }
 
-  /** A run lets go of `conn`: a shared one closes with the last run that holds it. */
-  async release(conn: McpConnection): Promise<void> {
+  /**
+   * A run lets go of `conn`: a shared one closes with the last run that holds it. `keepSession`:
+   * a legacy session is left open on its server (a brokered task goes on in it by its id).
+   */
+  async release(conn: McpConnection, keepSession = false): Promise<void> {
     const sharedKey = this.sharedKeys.get(conn);
     const shared = sharedKey === undefined ? undefined : this.shared.get(sharedKey);
     if (sharedKey !== undefined && shared?.conn === conn) {
@@ -211,6 +214,6 @@ export class PoolConnector {
     this.counted.delete(conn);
     this.open.add(-1);
     this.openCount--;
-    await conn.close().catch(() => undefined);
+    await (keepSession ? conn.close({ keepSession: true }) : conn.close()).catch(() => undefined);
   }
 }

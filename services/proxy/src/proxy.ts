@@ -1,6 +1,6 @@
 import { connectBus, payload, respond } from '@mcpx/bus';
 import { decodeProxyCancel, decodeRunEnded } from '@mcpx/contracts';
-import type { Config } from '@mcpx/config';
+import { busConnection, type Config } from '@mcpx/config';
 import { proxyReads } from '@mcpx/stored';
 import { createDb, migrate } from '@mcpx/db';
 import { createLogger, type LogSink } from '@mcpx/log';
@@ -112,15 +112,7 @@ async function openFloor(config: Config, opts: ProxyOptions) {
   });
   // The proxy's own schema: the tasks it brokers (docs/tasks.md).
   await migrate(db, 'proxy');
-  const bus = await connectBus({
-    url: config.natsUrl,
-    name: `proxy ${instance}`,
-    prefix: config.natsPrefix,
-    log,
-    ...(config.natsCredentials
-      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
-      : {}),
-  });
+  const bus = await connectBus({ ...busConnection(config), name: `proxy ${instance}`, log });
   const redis = await connectRedis(config, log);
   const limiter = callLimiter(redis, config, log);
   // A body cut at a bound is counted, and the call's span says why its answer stopped short.

@@ -317,9 +317,14 @@ export class RelayRequests {
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server))
       server = await this.deps.oauth.refreshed(req.account, req.server, server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS);
+    // A legacy (2025-11-25) connection is a session of the run's own (one endpoint token's): what
+    // it answers may be that session's, narrower than the key's account and credentials, so it is
+    // never kept for another run, whatever `ttlMs` it carries. A modern server sees no session.
+    let session = false;
     const sendOn =
       (params: Record<string, unknown>, opts: Parameters<RelaySend>[1]) =>
       async (conn: McpConnection): Promise<Record<string, unknown>> => {
+        if (conn.era !== 'modern') session = true;
         const caps = conn.client.getServerCapabilities() as Record<string, unknown> | undefined;
         if (caps?.[CAPABILITY[req.method]] === undefined) return undeclared(req);
         return await conn.relay(req.method, params, { timeoutMs, ...opts });
@@ -344,7 +349,8 @@ export class RelayRequests {
       screened,
       Math.max(64 * 1024, this.deps.maxPayload - REPLY_MARGIN_BYTES),
     );
-    if (cacheable) this.cache.put(key, result);
+    if (cacheable && !session) this.cache.put(key, result);
+    else if (session) span.setAttribute('mcpx.cache.session', true);
     return result;
   }
 }

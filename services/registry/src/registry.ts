@@ -20,7 +20,6 @@ import { bindUnboundSecretsOnce } from './credentials/secret-binding.js';
 import { Reprober } from './discovery/reprober.js';
 import { EventOutbox } from './events/outbox.js';
 import { answerInboundRefusal, createHttpServer } from './http/http-server.js';
-import { postgresPortOf } from './http/dependency-errors.js';
 import { EventStream } from './http/event-stream.js';
 import { answerOAuthRefresh } from './nats/oauth-refresh-responder.js';
 import { consumeObservedTools } from './nats/observed-tools.js';
@@ -201,7 +200,6 @@ function httpFace(
     actions: rooms.actions,
     redis,
     redisPrefix: config.redisPrefix,
-    postgresPort: postgresPortOf(config.databaseUrl),
     quotas: config.quotas,
     trustedProxies,
     log,

@@ -1,10 +1,10 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { connectBus, type Bus } from '@mcpx/bus';
-import type { AccountCreation, Config } from '@mcpx/config';
+import { busConnection, type AccountCreation, type Config } from '@mcpx/config';
 import { CredentialReader } from '@mcpx/stored';
 import { createDb, migrate, type Db } from '@mcpx/db';
 import type { SingleFlight } from '@mcpx/shared-state';
-import { ApprovalStore, InputStore, LeaseQuota, REDIS_FAIL_FAST, RunAgents } from '@mcpx/shared-state';
+import { ApprovalStore, FailFastRedis, InputStore, LeaseQuota, RunAgents } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { ProxyClient } from '@mcpx/proxy-client';
 import type { SecretBox } from '@mcpx/secrets';
@@ -47,7 +47,7 @@ export async function openConnections(config: Config, log: Logger): Promise<{ db
   await migrate(db, 'activity');
   // An action that needs Redis while it is down is refused at once and typed (`unavailable`), not
   // queued behind the client's reconnects: no offline queue, a command timeout, one retry.
-  const redis = new Redis(config.redisUrl, { ...REDIS_FAIL_FAST, lazyConnect: true });
+  const redis = new FailFastRedis(config.redisUrl);
   let redisDown = false;
   redis.on('error', (err: Error) => {
     if (!redisDown) log.warn('redis unavailable: actions that need it answer unavailable until it is back', { err });
@@ -58,15 +58,7 @@ export async function openConnections(config: Config, log: Logger): Promise<{ db
     redisDown = false;
   });
   await redis.connect();
-  const bus = await connectBus({
-    url: config.natsUrl,
-    name: `registry ${config.instanceId}`,
-    prefix: config.natsPrefix,
-    log,
-    ...(config.natsCredentials
-      ? { credentials: config.natsCredentials, inboxPrefix: config.natsCredentials.inboxPrefix }
-      : {}),
-  });
+  const bus = await connectBus({ ...busConnection(config), name: `registry ${config.instanceId}`, log });
   return { db, redis, bus };
 }
 

@@ -202,6 +202,23 @@ describe('transport selection', () => {
     expect(sse.message).toContain(`connect ECONNREFUSED 127.0.0.1:${port}`);
   });
 
+  it('reports a name that does not resolve as connect_failed with its socket code, decided by the code', async () => {
+    const error = await connectError({ url: 'http://mcpx-no-such-host.invalid/mcp', transport: 'http' });
+    expect(error.code).toBe('connect_failed');
+    // ENOTFOUND, or EAI_AGAIN where no resolver answers: either is the name's failure, by code.
+    expect(['ENOTFOUND', 'EAI_AGAIN']).toContain(error.details.socketCode);
+    expect(error.ran).toBe('none');
+  });
+
+  it('takes what the fetch rejected with as the network failure whatever its words (a TypeError, by the Fetch standard)', async () => {
+    const s = await server();
+    // Another runtime's words for a network error: nothing in them says "fetch failed".
+    const refusing = (() => Promise.reject(new TypeError('Load failed'))) as typeof fetch;
+    const error = await connectError({ url: s.url, transport: 'http', fetch: refusing });
+    expect(error.code).toBe('connect_failed');
+    expect(error.message).toContain('Load failed');
+  });
+
   it('does not fall back on a 5xx', async () => {
     const failing = createHttpServer((_req, res) => {
       res.writeHead(503, { 'content-type': 'text/plain' }).end('maintenance');

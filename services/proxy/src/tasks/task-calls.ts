@@ -29,11 +29,12 @@ export interface TaskCallsDeps {
   flatten?: Partial<FlattenLimits>;
   resultBytes?: number;
   /**
-   * Lets a task's pool run go (the pool's `endRun`). A modern task holds no session: its run is let
-   * go once the task is recorded, so an open task holds no run or connection slot (its polls are
-   * plain requests on the instance's shared HTTP connections).
+   * Lets a task's pool run go (the pool's `endRun`) once the task is recorded, so an open task
+   * holds no run or connection slot: its polls are plain requests (on the instance's shared HTTP
+   * connections). A modern task holds no session; a 2025 task lives in its session, which is
+   * kept (`keepSessions`: closed without a DELETE) and ended when the task ends.
    */
-  releaseRun?: (account: string, run: string) => void;
+  releaseRun?: (account: string, run: string, opts?: { keepSessions?: boolean }) => void;
 }
 
 /** What the call path knows when its task-augmented call came back. */
@@ -118,7 +119,7 @@ export class TaskCalls {
       created,
       c.target,
     );
-    if (c.era === 'modern') this.deps.releaseRun?.(c.req.account, taskRun(c.taskId));
+    this.deps.releaseRun?.(c.req.account, taskRun(c.taskId), c.era === 'legacy' ? { keepSessions: true } : undefined);
     const ended = await this.deps.broker.waitEnded(c.taskId, c.remainingMs);
     if (ended !== null && ended.result_cbor !== null) {
       await this.deps.store.taken(c.req.account, c.taskId);

@@ -34,7 +34,14 @@ export interface TaskPollerDeps {
 const TICK_MS = 100;
 /** Polls under way at once at most; a tick claims only as many as are free. */
 const POLL_CONCURRENCY = 64;
+/**
+ * How long a poll's `tasks/get` is waited for. Never cut short to fit the lease: a get given up on
+ * may still reach its server (queued in its backlog) after the next one, so the poll holds its task
+ * (renewing the claim) until the answer comes, and only a get this old is given up on.
+ */
 const GET_TIMEOUT_MS = 30_000;
+/** The most a claim counts for a get under way (half the lease, at most 30 s): a poll still waiting past it renews the claim. */
+const CLAIM_FLIGHT_MAX_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
 const SWEEP_MS = 2_000;
 
@@ -49,10 +56,14 @@ interface Done {
  * The poll loop (docs/tasks.md#the-broker). Each tick writes the polls answered since the last one
  * in one statement, then claims as many due tasks as it has free poll slots in one statement and
  * starts their polls at once. The claim puts each task's next poll past the interval and the
- * longest a `tasks/get` may take (no instance polls it sooner, even if this one dies mid-request);
- * the answer sets it again, its interval (jittered) from the time the answer came. A get reaches
+ * claim's flight (half the lease: no instance polls it sooner, even if this one dies mid-request);
+ * a poll still waiting for its `tasks/get` past half that renews its claim at each tick, so the
+ * task is not polled again while its get is under way, however long its server takes. The answer
+ * sets the next poll again, its interval (jittered) from the time the answer came. A get reaches
  * its server before its answer comes back, so two gets of one task are never closer than the
- * interval less its jitter, whichever instances make them, however long a request queued.
+ * interval less its jitter, whichever instances make them, however long a request queued. A get is
+ * given up on only after `GET_TIMEOUT_MS` (a server may still take it later: the only way left to
+ * a close pair, besides an instance killed with a get in its server's queue).
  */
 export class TaskPoller {
   private timer: NodeJS.Timeout | undefined;
@@ -63,6 +74,8 @@ export class TaskPoller {
   /** Consecutive failed polls per task (this instance's), for backoff. */
   private readonly failures = new Map<string, number>();
   readonly inflight = new Set<string>();
+  /** When each poll under way last had its claim written (claimed or renewed): its task's next poll is at least an interval (less jitter) and the claim's flight after it. */
+  private readonly claimedAt = new Map<string, number>();
   private readonly polls: Counter;
   private readonly claims: Histogram;
   private readonly pollDuration: Histogram;
@@ -109,22 +122,22 @@ export class TaskPoller {
         await this.deps.ends.expire();
       }
       await this.flush();
+      await this.renew();
       const free = POLL_CONCURRENCY - this.inflight.size;
       if (free <= 0 || this.timer === undefined) return;
       // Before the claim is sent: the claim's own time (the database's) is no earlier.
       const claimedAt = Date.now();
-      const rows = await this.deps.store.claimDue(
-        this.deps.instance,
-        this.deps.settings.leaseMs,
-        free,
-        this.getTimeoutMs,
-      );
+      const rows = await this.deps.store.claimDue(this.deps.instance, this.deps.settings.leaseMs, free, this.flightMs);
       this.claims.record(rows.length);
       for (const row of rows) {
         // Still polled from an earlier claim: that poll writes its outcome.
         if (this.inflight.has(row.id)) continue;
         this.inflight.add(row.id);
-        void this.poll(row, claimedAt).finally(() => this.inflight.delete(row.id));
+        this.claimedAt.set(row.id, claimedAt);
+        void this.poll(row).finally(() => {
+          this.inflight.delete(row.id);
+          this.claimedAt.delete(row.id);
+        });
       }
       this.again = rows.length === free;
     } catch (err) {
@@ -137,6 +150,21 @@ export class TaskPoller {
       this.again = false;
       setImmediate(() => void this.tick());
     }
+  }
+
+  /**
+   * Polls still waiting for their get past half of what their claim counted for it: their claims
+   * renewed in one statement (each task's next poll an interval, less jitter, and the flight from
+   * now; its lease past that). While this instance lives, no instance polls a task whose get is
+   * still under way, however long its server takes to answer.
+   */
+  private async renew(): Promise<void> {
+    const now = Date.now();
+    const due: string[] = [];
+    for (const [id, at] of this.claimedAt) if (now - at > this.flightMs / 2) due.push(id);
+    if (due.length === 0) return;
+    await this.deps.store.renew(this.deps.instance, this.deps.settings.leaseMs, due, this.flightMs);
+    for (const id of due) if (this.claimedAt.has(id)) this.claimedAt.set(id, now);
   }
 
   /** The tick's one write of the polls that changed nothing (kept for the next tick when Postgres is away). */
@@ -153,7 +181,7 @@ export class TaskPoller {
   }
 
   /** One poll of a claimed task: `tasks/get`, and on its end the result, under a `proxy.task.poll` span. */
-  private async poll(row: TaskRow, claimedAt: number): Promise<void> {
+  private async poll(row: TaskRow): Promise<void> {
     const started = performance.now();
     const span = this.deps.tracer.startSpan('proxy.task.poll', {
       kind: SpanKind.CLIENT,
@@ -168,9 +196,9 @@ export class TaskPoller {
     let outcome = 'ok';
     try {
       const target = await this.deps.target(row);
-      if (Date.now() - claimedAt > this.getTimeoutMs + this.deps.settings.leaseMs) {
-        // Its server's look-up outlived what the claim covers: another instance may poll the task
-        // by now, and a get sent now could come closer to that one than the interval allows.
+      if (Date.now() - (this.claimedAt.get(row.id) ?? 0) > this.flightMs + this.deps.settings.leaseMs) {
+        // Its server's look-up outlived what the claim (or its last renewal) covers: another
+        // instance may poll the task by now, and a get sent now could come closer to that one.
         outcome = 'late';
         this.done.push({ id: row.id, next: new Date() });
         return;
@@ -191,7 +219,7 @@ export class TaskPoller {
   private async get(row: TaskRow, target: TaskWireTarget): Promise<string> {
     const era = row.dialect === '2026-07-28' ? 'modern' : 'legacy';
     const task = upstreamTaskOf(
-      await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: this.getTimeoutMs }),
+      await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: GET_TIMEOUT_MS }),
       era,
       'tasks/get',
     );
@@ -249,9 +277,9 @@ export class TaskPoller {
     return 'error';
   }
 
-  /** A poll's `tasks/get` ends within half the lease (the claim counts it in the task's next poll). */
-  private get getTimeoutMs(): number {
-    return Math.max(1_000, Math.min(GET_TIMEOUT_MS, Math.floor(this.deps.settings.leaseMs / 2)));
+  /** What a claim counts for its get (half the lease, at most 30 s) in the task's next poll; a longer get renews it. */
+  private get flightMs(): number {
+    return Math.max(1_000, Math.min(CLAIM_FLIGHT_MAX_MS, Math.floor(this.deps.settings.leaseMs / 2)));
   }
 
   /** A server's poll interval within the operator's bounds (absent: 1 s). */

@@ -12,6 +12,7 @@ import {
   type TaskReply,
   type TaskRequest,
 } from '@mcpx/contracts';
+import { isPostgresUnavailable } from '@mcpx/db';
 import type { InputGate } from '../input-requests.js';
 import type { Logger } from '@mcpx/log';
 import { toWire } from '../wire-errors.js';
@@ -62,22 +63,6 @@ export function startTaskService(d: {
   });
 }
 
-/** SQLSTATE classes and codes of a connection lost or refused (not of a statement that failed). */
-const PG_LOST = /^(08|57P0[1-3])/;
-/** What node-postgres says when the connection it lent is gone. */
-const PG_GONE = [
-  'Connection terminated',
-  'Client has encountered a connection error and is not queryable',
-  'Client was closed and is not queryable',
-];
-
-/** Whether a store failure is its connection lost (a restart, an admin's terminate), not the request's fault. */
-function postgresLost(err: unknown): boolean {
-  if (!(err instanceof Error) || err instanceof WireError) return false;
-  const code = (err as { code?: unknown }).code;
-  return (typeof code === 'string' && PG_LOST.test(code)) || PG_GONE.some((m) => err.message.startsWith(m));
-}
-
 /**
  * A request answered once more when the store's connection was lost under it (the pool has
  * dropped that connection; the next is fresh), else `unavailable` (retryable), never `internal`.
@@ -90,7 +75,7 @@ async function answerOnce(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
     try {
       return await answer(d, req);
     } catch (err) {
-      if (!postgresLost(err)) throw err;
+      if (!isPostgresUnavailable(err)) throw err;
       if (attempt >= 2)
         throw new WireError(ErrorCodes.unavailable, 'the task store is unavailable: try again', {
           dependency: 'postgres',

@@ -149,6 +149,21 @@ export class TaskStore {
   }
 
   /**
+   * Renews the claims of polls still waiting for their `tasks/get`, in one statement: each task's
+   * next poll at least its interval less its jitter (−10 %) and `flightMs` from now, its lease past
+   * that by `leaseMs`. Fenced by the lease holder; a poll's answer sets its next poll afterwards.
+   */
+  async renew(owner: string, leaseMs: number, ids: string[], flightMs: number): Promise<number> {
+    if (ids.length === 0) return 0;
+    const r = await sql`
+      UPDATE proxy.tasks t SET
+        next_poll_at = GREATEST(t.next_poll_at, now() + make_interval(secs => (t.poll_interval_ms * 0.9 + ${flightMs}::float8) / 1000)),
+        lease_until = GREATEST(t.lease_until, now() + make_interval(secs => (t.poll_interval_ms * 0.9 + ${flightMs + leaseMs}::float8) / 1000))
+      WHERE t.id = ANY(${ids}::text[]) AND t.lease_owner = ${owner} AND t.finished_at IS NULL`.execute(this.db);
+    return Number(r.numAffectedRows ?? 0);
+  }
+
+  /**
    * The tick's polls that changed nothing, in one statement: each counted, its next poll set (its
    * interval from the answer's time; a failed poll's backoff), its lease held until then and
    * `leaseMs` more. Fenced by the lease holder. Returns how many were written.

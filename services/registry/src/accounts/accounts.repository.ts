@@ -27,7 +27,7 @@ export class AccountsRepository {
     const res = await this.db
       .insertInto('registry.accounts')
       .values({ id: principal, principal })
-      .onConflict((oc) => oc.column('id').doNothing())
+      .onConflict((oc) => oc.doNothing())
       .executeTakeFirst();
     return Number(res.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
@@ -48,10 +48,13 @@ export class AccountsRepository {
    * accounts closed the account exists already (an envelope of any other is refused first).
    */
   async ensure(principal: string, trx: Kysely<Database> = this.db): Promise<void> {
+    // No conflict target: `id` and `principal` are both unique, and two first actions of one key
+    // on two instances at once race on both (with `ON CONFLICT (id)` the loser hit the principal's
+    // index and the action failed as `internal`).
     await trx
       .insertInto('registry.accounts')
       .values({ id: principal, principal })
-      .onConflict((oc) => oc.column('id').doNothing())
+      .onConflict((oc) => oc.doNothing())
       .execute();
   }
 

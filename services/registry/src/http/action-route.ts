@@ -15,8 +15,6 @@ export interface ActionRouteDeps {
   actions: ActionDeps;
   redis: Redis;
   redisPrefix: string;
-  /** The database's port: a refused connection to it is Postgres's outage (`unavailable`). */
-  postgresPort?: number;
   log: Logger;
   tracer: Tracer;
   meter: Meter;
@@ -54,10 +52,7 @@ export function actionRoute(deps: ActionRouteDeps): (req: IncomingMessage, res: 
   const answerError = (res: ServerResponse, err: unknown, type: string, cbor: boolean): void => {
     // A store's outage is said at once and typed (`unavailable`, the store named); any other
     // fault that is not a wire error stays `internal`.
-    const down = dependencyUnavailable(err, {
-      redisStatus: deps.redis.status,
-      ...(deps.postgresPort !== undefined ? { postgresPort: deps.postgresPort } : {}),
-    });
+    const down = dependencyUnavailable(err);
     const wire = down ?? toWireError(err);
     if (down !== undefined)
       deps.log.warn('action refused: a store is unavailable', { action: type, dependency: down.details.dependency });
