@@ -1,54 +1,31 @@
-import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { decodePayload, encodePayload, type ToolsObserved } from '@mcpx/contracts';
 import type { TestMcpServer, TestTool } from '../servers/index.js';
 import type { RegistryHarness } from '../support/registry-harness.js';
 import { eraServersPerSuite } from './era-servers.js';
 import { eventually } from '../support/system.js';
-import { listenOnLoopback } from '../servers/loopback.js';
+import { sendJson, sendResult, startHandWritten } from '../support/fixtures/hand-written-mcp.js';
 import { firstProjectedToolNames } from '../support/fixtures/agents.js';
 
 /** A server that answers server/discover with a result that lies (versions that are no versions) and 400 to anything else. */
 async function startLyingServer(): Promise<{ url: string; requests: number; close(): Promise<void> }> {
   const state = { requests: 0 };
-  const http = createServer((req, res) => {
+  const s = await startHandWritten((msg, res) => {
     state.requests++;
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (c: string) => (raw += c));
-    req.on('end', () => {
-      let msg: { id?: unknown; method?: unknown } = {};
-      try {
-        msg = JSON.parse(raw) as typeof msg;
-      } catch {
-        // not JSON: answered 400 below
-      }
-      if (msg.method === 'server/discover') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: msg.id,
-            result: {
-              supportedVersions: ['tomorrow', 42],
-              capabilities: 'all of them',
-              serverInfo: { name: 'liar', version: '1' },
-            },
-          }),
-        );
-        return;
-      }
-      res.writeHead(400, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32600, message: 'no' } }));
-    });
+    if (msg.method === 'server/discover')
+      return sendResult(res, msg.id, {
+        supportedVersions: ['tomorrow', 42],
+        capabilities: 'all of them',
+        serverInfo: { name: 'liar', version: '1' },
+      });
+    sendJson(res, 400, { jsonrpc: '2.0', id: msg.id ?? null, error: { code: -32600, message: 'no' } });
   });
-  const listening = await listenOnLoopback(http);
   return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
+    url: s.url,
     get requests() {
       return state.requests;
     },
-    close: listening.close,
+    close: s.close,
   };
 }
 

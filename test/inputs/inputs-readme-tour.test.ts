@@ -1,10 +1,9 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { cliEnvFor, runCli, type CliResult } from '../support/cli.js';
 import { ProxySystem } from '../support/proxy-system.js';
-import { ROOT, eventually } from '../support/system.js';
+import { readmeCommandBlock, shellWords } from '../support/fixtures/readme-tour.js';
+import { eventually } from '../support/system.js';
 import { INPUT_TOOLS } from './input-system.js';
 
 /** One `npm run mcpx -- …` line of the README and the output lines printed under it (`#   …`). */
@@ -14,43 +13,10 @@ interface TourStep {
   expected: string[];
 }
 
-/** The words of a shell line as the README prints them: single quotes kept together, an unquoted `#` ends the line. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word: string | undefined;
-  let quoted = false;
-  for (const ch of line) {
-    if (quoted) {
-      if (ch === "'") quoted = false;
-      else word += ch;
-    } else if (ch === "'") {
-      quoted = true;
-      word ??= '';
-    } else if (ch === '#' && word === undefined) {
-      break;
-    } else if (/\s/.test(ch)) {
-      if (word !== undefined) words.push(word);
-      word = undefined;
-    } else {
-      word = (word ?? '') + ch;
-    }
-  }
-  if (word !== undefined) words.push(word);
-  return words;
-}
-
 /** The README's input-requests tour: the shell block of `mcpx` commands under its heading, in order. */
 function inputTour(): TourStep[] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('## Input requests');
-  if (start === -1) throw new Error('README.md has no "## Input requests" section');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
-    .map((m) => m[1]!)
-    .find((b) => b.includes('npm run mcpx -- '));
-  if (block === undefined) throw new Error('the input-requests section has no block of mcpx commands');
   const steps: TourStep[] = [];
-  for (const raw of block.split('\n')) {
+  for (const raw of readmeCommandBlock('## Input requests', '"## Input requests"')) {
     if (raw.startsWith('npm run mcpx -- ')) {
       const words = shellWords(raw);
       steps.push({ line: raw, args: words.slice(4), expected: [] });

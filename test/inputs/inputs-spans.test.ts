@@ -1,14 +1,14 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { context, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, makeSubjects, type InputRequestView } from '@mcpx/contracts';
+import { makeSubjects, type InputRequestView } from '@mcpx/contracts';
 import { ProxyClient, inputRequiredOf, type CallInput } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { InProcessSystem, eventually } from '../support/system.js';
+import { tracedCall } from '../support/fixtures/traced-call.js';
 import { INPUT_TOOLS } from './input-system.js';
 
 /** A value typed into the form that must never reach a span. */
@@ -60,28 +60,7 @@ describe('input requests in the call spans', () => {
   });
 
   /** Runs a call under a root span of its own; its `proxy.call` span and every span of the trace. */
-  const traced = async (
-    input: CallInput,
-  ): Promise<{ call: ReadableSpan; spans: ReadableSpan[]; error?: WireError }> => {
-    const root = telemetry.tracer.startSpan('agent.turn');
-    let error: WireError | undefined;
-    await context
-      .with(trace.setSpan(context.active(), root), () => proxy.call(input))
-      .catch((err: unknown) => {
-        if (!(err instanceof WireError)) throw err;
-        error = err;
-      });
-    root.end();
-    const traceId = root.spanContext().traceId;
-    const inTrace = (): ReadableSpan[] =>
-      exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-    const call = await eventually(
-      async () => inTrace().find((s) => s.name === 'proxy.call'),
-      5_000,
-      'the proxy.call span',
-    );
-    return { call, spans: inTrace(), ...(error !== undefined ? { error } : {}) };
-  };
+  const traced = (input: CallInput) => tracedCall(telemetry, exporter, proxy, input);
   const eventsOf = (s: ReadableSpan): Array<{ name: string; attributes: Record<string, unknown> }> =>
     s.events.map((e) => ({ name: e.name, attributes: { ...e.attributes } }));
 

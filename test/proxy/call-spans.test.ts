@@ -1,8 +1,8 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, makeSubjects } from '@mcpx/contracts';
+import { makeSubjects, type WireError } from '@mcpx/contracts';
 import { ProxyClient, type CallInput } from '@mcpx/proxy-client';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { addTool, echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
@@ -10,6 +10,7 @@ import { dropTool } from '../approvals/approval-tools.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { InProcessSystem, eventually } from '../support/system.js';
+import { tracedCall } from '../support/fixtures/traced-call.js';
 
 /** Argument values that must never reach a span (attributes, events or status). */
 const ARG_TEXT = 'arg-value-5b1f0c-never-in-a-span';
@@ -43,24 +44,8 @@ describe('call-path spans named by convention', () => {
 
   /** Runs a call under a root span of its own; the trace's finished spans once `proxy.call` ended. */
   const traced = async (input: CallInput): Promise<{ spans: ReadableSpan[]; error?: WireError }> => {
-    const root = telemetry.tracer.startSpan('agent.turn');
-    let error: WireError | undefined;
-    await context
-      .with(trace.setSpan(context.active(), root), () => proxy.call(input))
-      .catch((err: unknown) => {
-        if (!(err instanceof WireError)) throw err;
-        error = err;
-      });
-    root.end();
-    const traceId = root.spanContext().traceId;
-    const inTrace = (): ReadableSpan[] =>
-      exporter.getFinishedSpans().filter((s) => s.spanContext().traceId === traceId);
-    await eventually(
-      async () => (inTrace().some((s) => s.name === 'proxy.call') ? true : undefined),
-      5_000,
-      'the proxy.call span',
-    );
-    return { spans: inTrace(), ...(error !== undefined ? { error } : {}) };
+    const { spans, error } = await tracedCall(telemetry, exporter, proxy, input);
+    return { spans, ...(error !== undefined ? { error } : {}) };
   };
   const one = (spans: ReadableSpan[], name: string): ReadableSpan => {
     const found = spans.filter((s) => s.name === name);

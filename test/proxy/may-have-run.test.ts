@@ -1,7 +1,6 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProxySystem } from '../support/proxy-system.js';
+import { startHandWrittenLegacy, type HandWrittenServer } from '../support/fixtures/hand-written-mcp.js';
 
 /**
  * "Nothing ran" and "may have run" are different codes on the wire: `transport_error`
@@ -11,48 +10,21 @@ import { ProxySystem } from '../support/proxy-system.js';
  * stream breaks with no event id to resume from (`cut`), a plain echo, and a server that is
  * down (nothing listens on its port).
  */
-interface BreakingServer {
-  url: string;
-  port: number;
+interface BreakingServer extends HandWrittenServer {
   calls: Map<string, number>;
-  server: Server;
 }
 
 async function startLegacyBreaking(port = 0): Promise<BreakingServer> {
   const sessionId = 'session-may-have-run';
   const calls = new Map<string, number>();
-  const server = createServer((req, res) => {
-    if (req.method === 'GET') return void res.writeHead(405).end();
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (raw += chunk));
-    req.on('end', () => {
-      const msg = JSON.parse(raw) as {
-        id?: number | string;
-        method: string;
-        params?: { name?: string; arguments?: { text?: string } };
-      };
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      const json = (result: unknown): void => {
-        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
-      };
-      if (msg.method === 'initialize')
-        return json({
-          protocolVersion: '2025-11-25',
-          serverInfo: { name: 'breaking', version: '1' },
-          capabilities: { tools: {} },
-        });
-      if (msg.method === 'tools/list') {
-        return json({
-          tools: [
-            { name: 'cut', inputSchema: { type: 'object' } },
-            { name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
-          ],
-        });
-      }
-      if (msg.method !== 'tools/call') return json({});
+  const server = await startHandWrittenLegacy({
+    sessionId,
+    port,
+    tools: [
+      { name: 'cut', inputSchema: { type: 'object' } },
+      { name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } },
+    ],
+    onCall: (msg, res, result) => {
       const name = String(msg.params?.name);
       calls.set(name, (calls.get(name) ?? 0) + 1);
       if (name === 'cut') {
@@ -61,18 +33,14 @@ async function startLegacyBreaking(port = 0): Promise<BreakingServer> {
         res.write(': working\n\n', () => setTimeout(() => res.socket?.destroy(), 20));
         return;
       }
-      json({ content: [{ type: 'text', text: `echo: ${String(msg.params?.arguments?.text)}` }] });
-    });
+      result({ content: [{ type: 'text', text: `echo: ${String(msg.params?.arguments?.text)}` }] });
+    },
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  const bound = (server.address() as AddressInfo).port;
-  return { url: `http://127.0.0.1:${bound}/mcp`, port: bound, calls, server };
+  return { ...server, calls };
 }
 
 async function closeServer(s: BreakingServer | undefined): Promise<void> {
-  if (s === undefined) return;
-  s.server.closeAllConnections();
-  await new Promise((resolve) => s.server.close(resolve));
+  await s?.close();
 }
 
 describe('nothing ran vs may have run, through NATS and the proxy', () => {

@@ -1,7 +1,7 @@
-import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ProxySystem } from '../support/proxy-system.js';
+import { startHandWrittenLegacy, type HandWrittenServer } from '../support/fixtures/hand-written-mcp.js';
 
 /**
  * An upstream speaking Streamable HTTP by hand on loopback: every `tools/call` is answered with an
@@ -9,47 +9,24 @@ import { ProxySystem } from '../support/proxy-system.js';
  * GET with that event id as `Last-Event-ID` redelivers the response, unless the call asked for
  * `refuse`, whose resumption GET gets 405. A GET without `Last-Event-ID` gets 405 too.
  */
-async function startBreakingUpstream(): Promise<{ url: string; resumptions: IncomingHttpHeaders[]; server: Server }> {
+async function startBreakingUpstream(): Promise<HandWrittenServer & { resumptions: IncomingHttpHeaders[] }> {
   const sessionId = 'session-breaking';
   const resumptions: IncomingHttpHeaders[] = [];
   /** Per event id: the response its stream owed, or `refuse`. */
   const owed = new Map<string, string>();
   let calls = 0;
-  const server = createServer((req, res) => {
-    if (req.method === 'GET') {
+  const server = await startHandWrittenLegacy({
+    sessionId,
+    tools: [{ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }],
+    onGet: (req, res) => {
       const from = req.headers['last-event-id'];
       if (from !== undefined) resumptions.push(req.headers);
       const response = typeof from === 'string' ? owed.get(from) : undefined;
       if (response === undefined || response === 'refuse') return void res.writeHead(405).end();
       res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': sessionId });
-      return void res.end(`id: ${from}-r\ndata: ${response}\n\n`);
-    }
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    let raw = '';
-    req.setEncoding('utf8');
-    req.on('data', (chunk: string) => (raw += chunk));
-    req.on('end', () => {
-      const msg = JSON.parse(raw) as {
-        id?: number | string;
-        method: string;
-        params?: { arguments?: { text?: string } };
-      };
-      if (msg.id === undefined) return void res.writeHead(202).end();
-      const json = (result: unknown): void => {
-        res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sessionId });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
-      };
-      if (msg.method === 'initialize')
-        return json({
-          protocolVersion: '2025-11-25',
-          serverInfo: { name: 'breaking', version: '1' },
-          capabilities: { tools: {} },
-        });
-      if (msg.method === 'tools/list')
-        return json({
-          tools: [{ name: 'echo', inputSchema: { type: 'object', properties: { text: { type: 'string' } } } }],
-        });
-      if (msg.method !== 'tools/call') return json({});
+      res.end(`id: ${from}-r\ndata: ${response}\n\n`);
+    },
+    onCall: (msg, res) => {
       const text = String(msg.params?.arguments?.text);
       const eventId = `ev-${++calls}`;
       owed.set(
@@ -64,10 +41,9 @@ async function startBreakingUpstream(): Promise<{ url: string; resumptions: Inco
       );
       res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': sessionId });
       res.write(`id: ${eventId}\nretry: 10\ndata: \n\n`, () => res.socket?.destroy());
-    });
+    },
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, resumptions, server };
+  return { ...server, resumptions };
 }
 
 describe('a tools/call whose response stream breaks, through NATS and the proxy', () => {
@@ -82,8 +58,7 @@ describe('a tools/call whose response stream breaks, through NATS and the proxy'
 
   afterAll(async () => {
     await system?.stop();
-    upstream?.server.closeAllConnections();
-    await new Promise((resolve) => upstream?.server.close(resolve));
+    await upstream?.close();
   });
 
   it('is resumed with Last-Event-ID on the session, and the agent gets the result', async () => {

@@ -12,33 +12,78 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs a command from the repository root as an operator would, bounded at 60 s. */
-export function runCommand(command: string, args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+/** A command running in its own process: its output so far, and its exit code once it exits. */
+export interface RunningCommand {
+  readonly stdout: string;
+  readonly stderr: string;
+  /** The exit code (1 when killed by a signal). */
+  exited: Promise<number>;
+  /** Kills it now (SIGKILL) and drops its bound. */
+  kill: () => void;
+}
+
+/** Starts a command from the repository root as an operator would, killed (SIGKILL) after `boundMs`. */
+export function startCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  boundMs = 60_000,
+): RunningCommand {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const out = { stdout: '', stderr: '' };
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString('utf8')));
+  child.stderr.on('data', (d: Buffer) => (out.stderr += d.toString('utf8')));
+  const timer = setTimeout(() => child.kill('SIGKILL'), boundMs);
+  const exited = new Promise<number>((resolve, reject) => {
     child.on('error', reject);
     child.on('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
+      resolve(code ?? 1);
     });
   });
+  return {
+    get stdout() {
+      return out.stdout;
+    },
+    get stderr() {
+      return out.stderr;
+    },
+    exited,
+    kill: () => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+    },
+  };
+}
+
+/** Runs a command from the repository root as an operator would, bounded at `boundMs` (60 s). */
+export async function runCommand(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+  boundMs = 60_000,
+): Promise<CliResult> {
+  const running = startCommand(command, args, env, boundMs);
+  const code = await running.exited;
+  return { code, stdout: running.stdout, stderr: running.stderr };
 }
 
 /**
  * Runs `mcpx` as a user does, in its own process: node itself with tsx as a loader (not the tsx
- * wrapper, which would start a second node for every command and outlive a kill).
+ * wrapper, which would start a second node for every command and outlive a kill), killed after
+ * `boundMs` (60 s).
  */
-export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
-  return runCommand(process.execPath, [...entryArgs('mcpx'), ...args], env);
+export function runCli(args: string[], env: Record<string, string>, boundMs = 60_000): Promise<CliResult> {
+  return runCommand(process.execPath, [...entryArgs('mcpx'), ...args], env, boundMs);
+}
+
+/** `mcpx` started in its own process (see {@link runCli}), its output read as it comes. */
+export function startCli(args: string[], env: Record<string, string>, boundMs = 60_000): RunningCommand {
+  return startCommand(process.execPath, [...entryArgs('mcpx'), ...args], env, boundMs);
 }
 
 /**

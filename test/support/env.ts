@@ -64,22 +64,25 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   });
   const url = new URL(serviceUrls().postgres);
   url.pathname = `/${name}`;
-  if (!underVitest) {
-    const db = createDb(url.toString(), { max: 1 });
-    try {
-      await migrate(db, 'registry');
-      await migrate(db, 'projector');
-      await migrate(db, 'activity');
-      await migrate(db, 'proxy');
-    } finally {
-      await db.destroy();
-    }
-  }
+  if (!underVitest) await migrateAll(url.toString(), 1);
   return {
     url: url.toString(),
     name,
     drop: () => withAdmin(async (admin) => void (await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))),
   };
+}
+
+/** Brings the database at `url` to every service's schema (registry, projector, activity, proxy), on a pool of `max`. */
+export async function migrateAll(url: string, max?: number): Promise<void> {
+  const db = createDb(url, max === undefined ? {} : { max });
+  try {
+    await migrate(db, 'registry');
+    await migrate(db, 'projector');
+    await migrate(db, 'activity');
+    await migrate(db, 'proxy');
+  } finally {
+    await db.destroy();
+  }
 }
 
 /** A NATS subject namespace and Redis key prefix of this test's own. */

@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tcpConnect } from 'node:net';
 import pg from 'pg';
-import { createDb, migrate } from '@mcpx/db';
 import { randomBytes } from 'node:crypto';
-import { TEMPLATE_PREFIX, serviceUrls } from './env.js';
+import { TEMPLATE_PREFIX, migrateAll, serviceUrls } from './env.js';
 import { buildBundles } from './bundles.js';
 
 function answers(url: string, defaultPort: number): Promise<boolean> {
@@ -130,15 +129,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   await admin.query(`CREATE DATABASE "${template}"`);
   const url = new URL(serviceUrls().postgres);
   url.pathname = `/${template}`;
-  const db = createDb(url.toString());
-  try {
-    await migrate(db, 'registry');
-    await migrate(db, 'projector');
-    await migrate(db, 'activity');
-    await migrate(db, 'proxy');
-  } finally {
-    await db.destroy();
-  }
+  await migrateAll(url.toString());
   return async () => {
     const mine = await admin.query<{ datname: string }>(
       `SELECT datname FROM pg_database WHERE datname LIKE $1 OR datname = $2`,

@@ -1,17 +1,18 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { loadConfig } from '@mcpx/config';
-import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
+import { makeSubjects, type Subjects, type WireError } from '@mcpx/contracts';
 import { startProjector } from '@mcpx/projector';
 import { startProxy, type RunningProxy } from '@mcpx/proxy';
 import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
 import { startRegistry, type RegistryOptions } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from '../servers/free-port.js';
 import { entryArgs } from './bundles.js';
 import { ApiClient } from './api-client.js';
 import { serviceUrls, type TestDatabase } from './env.js';
+import { alive as isAlive, spawnService, stopProcess, wireErrorOf } from './fixtures/service-process.js';
 import { ROOT, eventually, systemEnv } from './system.js';
 
 export interface ProxySystemOptions {
@@ -152,13 +153,7 @@ export class ProxySystem {
     args: Record<string, unknown> = {},
     extra: Partial<CallInput> = {},
   ): Promise<WireError> {
-    try {
-      await this.call(agent, run, tool, args, extra);
-    } catch (err) {
-      if (err instanceof WireError) return err;
-      throw err;
-    }
-    throw new Error(`${tool} succeeded, an error was expected`);
+    return await wireErrorOf(this.call(agent, run, tool, args, extra), tool);
   }
 
   agentId(name: string): string {
@@ -217,36 +212,19 @@ async function spawnProxyOnce(
   const port = await freePort();
   const internalPort = await freePort();
   const instance = `proxyp-${port}`;
-  const logs: string[] = [];
   // Node itself with tsx as a loader (not the tsx wrapper): a SIGKILL must kill the very process
   // that holds the connections, not a relay in front of it.
   // `root`: another checkout's proxy, from its sources (a bench's baseline beside this code).
   const entry = root === undefined ? entryArgs('proxy') : ['--import', 'tsx', join(root, 'services/proxy/src/main.ts')];
-  const child = spawn(process.execPath, [...nodeArgs, ...entry], {
+  const { child, logs } = spawnService([...nodeArgs, ...entry], {
     cwd: root ?? ROOT,
-    env: {
-      ...process.env,
-      ...system.env,
-      ...extraEnv,
-      HTTP_PORT: String(port),
-      HTTP_HOST: '127.0.0.1',
-      INTERNAL_HTTP_PORT: String(internalPort),
-      INSTANCE_ID: instance,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...system.env, ...extraEnv },
+    port,
+    internalPort,
+    instance,
   });
-  child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-  child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
   const url = `http://127.0.0.1:${port}`;
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const alive = (): boolean => child.exitCode === null && child.signalCode === null;
-  const signal = async (sig: NodeJS.Signals): Promise<void> => {
-    if (!alive()) return;
-    child.kill(sig);
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
+  const alive = (): boolean => isAlive(child);
   // Healthy, or out at once when the process exits (its logs say why).
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -262,7 +240,7 @@ async function spawnProxyOnce(
     internalUrl: `http://127.0.0.1:${internalPort}`,
     child,
     logs,
-    kill: () => signal('SIGKILL'),
-    stop: () => signal('SIGTERM'),
+    kill: () => stopProcess(child, 'SIGKILL'),
+    stop: () => stopProcess(child),
   };
 }

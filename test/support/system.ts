@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadAuthorizationServerSettings, loadConfig, type Config } from '@mcpx/config';
@@ -10,6 +10,7 @@ import { startRegistry } from '@mcpx/registry';
 import type { Telemetry } from '@mcpx/telemetry';
 import { freePort } from '../servers/free-port.js';
 import { entryArgs } from './bundles.js';
+import { spawnService, stopProcess } from './fixtures/service-process.js';
 import { createTestDatabase, serviceUrls, uniqueNamespace, type TestDatabase } from './env.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -134,24 +135,20 @@ export class ProcessSystem {
     port ??= await freePort();
     const internalPort = await freePort();
     const instance = `${name}-${this.services.filter((s) => s.name === name).length + 1}-${port}`;
-    const logs: string[] = [];
     // node itself (not the tsx wrapper), so that a kill reaches the service's own process.
-    const child = spawn(process.execPath, entryArgs(name), {
+    const forAuthorizationServer = name === 'authorization-server';
+    const { child, logs } = spawnService(entryArgs(name), {
       cwd: ROOT,
       env: {
-        ...(name === 'authorization-server' ? withoutKeys(process.env, NOT_FOR_THE_AUTHORIZATION_SERVER) : process.env),
-        ...(name === 'authorization-server' ? withoutKeys(this.env, NOT_FOR_THE_AUTHORIZATION_SERVER) : this.env),
-        ...(name === 'authorization-server' ? {} : this.natsEnv(name)),
+        ...(forAuthorizationServer ? withoutKeys(process.env, NOT_FOR_THE_AUTHORIZATION_SERVER) : process.env),
+        ...(forAuthorizationServer ? withoutKeys(this.env, NOT_FOR_THE_AUTHORIZATION_SERVER) : this.env),
+        ...(forAuthorizationServer ? {} : this.natsEnv(name)),
         ...extraEnv,
-        HTTP_PORT: String(port),
-        HTTP_HOST: '127.0.0.1',
-        INTERNAL_HTTP_PORT: String(internalPort),
-        INSTANCE_ID: instance,
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      port,
+      internalPort,
+      instance,
     });
-    child.stdout?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
-    child.stderr?.on('data', (d: Buffer) => logs.push(d.toString('utf8')));
     const svc: ServiceProcess = {
       name,
       instance,
@@ -167,11 +164,7 @@ export class ProcessSystem {
 
   /** Kills an instance without letting it clean up (SIGKILL). */
   async kill(svc: ServiceProcess): Promise<void> {
-    if (svc.child.exitCode === null && svc.child.signalCode === null) {
-      const exited = new Promise((r) => svc.child.once('exit', r));
-      svc.child.kill('SIGKILL');
-      await exited;
-    }
+    await stopProcess(svc.child, 'SIGKILL');
   }
 
   allLogs(): string {
@@ -179,16 +172,7 @@ export class ProcessSystem {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(
-      this.services.map(async (s) => {
-        if (s.child.exitCode !== null || s.child.signalCode !== null) return;
-        const exited = new Promise((r) => s.child.once('exit', r));
-        s.child.kill('SIGTERM');
-        const timer = setTimeout(() => s.child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }),
-    );
+    await Promise.all(this.services.map((s) => stopProcess(s.child)));
     await this.db.drop().catch(() => undefined);
   }
 }

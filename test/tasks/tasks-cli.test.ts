@@ -1,14 +1,12 @@
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateKeyPair } from '@mcpx/envelope';
 import { TaskClient } from '@mcpx/proxy-client';
-import { cliEnvFor, runCli } from '../support/cli.js';
+import { cliEnvFor, runCli, startCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
 import { ProxySystem } from '../support/proxy-system.js';
-import { entryArgs } from '../support/bundles.js';
-import { ROOT, eventually } from '../support/system.js';
+import { eventually } from '../support/system.js';
 import { startEverythingServer, type EverythingServer } from '../servers/index.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 
@@ -47,6 +45,10 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
     await system?.stop();
     await Promise.all([upstream?.close(), everything?.close()]);
   });
+
+  /** `mcpx call --task --no-wait` of `tool` as the agent `reports`, with a 500 ms call bound. */
+  const callNoWait = (tool: string, args: string, ...flags: string[]) =>
+    runCli(['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', tool, args, ...flags], env);
 
   it('a call that becomes a task past its bound waits for it, shows its status on stderr, and prints the result', async () => {
     const before = upstream.stats.created;
@@ -98,21 +100,7 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
 
   it('--no-wait prints the handle and exits 0; tasks result is a conflict while it runs, the result once it ended', async () => {
     const asked = Date.now();
-    const out = await runCli(
-      [
-        'call',
-        '--agent',
-        'reports',
-        '--task',
-        '--no-wait',
-        '--timeout-ms',
-        '500',
-        'modern__long-export',
-        '{"format":"xml"}',
-        '--json',
-      ],
-      env,
-    );
+    const out = await callNoWait('modern__long-export', '{"format":"xml"}', '--json');
     expect(out.code, out.stderr).toBe(0);
     const handle = (JSON.parse(out.stdout) as { task: { id: string; state: string } }).task;
     expect(handle.id).toMatch(TASK_ID);
@@ -140,10 +128,7 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   });
 
   it('tasks cancel asks the server and the task ends cancelled; its result is the typed cancel', async () => {
-    const out = await runCli(
-      ['call', '--agent', 'reports', '--task', '--no-wait', '--timeout-ms', '500', 'modern__never-ends', '{}'],
-      env,
-    );
+    const out = await callNoWait('modern__never-ends', '{}');
     expect(out.code, out.stderr).toBe(0);
     const id = TASK_ID.exec(out.stdout)?.[1];
     expect(id, out.stdout).toBeDefined();
@@ -159,21 +144,7 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
   });
 
   it("another account's key cannot read, cancel or take a task: not_found, and the task runs on", async () => {
-    const out = await runCli(
-      [
-        'call',
-        '--agent',
-        'reports',
-        '--task',
-        '--no-wait',
-        '--timeout-ms',
-        '500',
-        'modern__never-ends',
-        '{}',
-        '--json',
-      ],
-      env,
-    );
+    const out = await callNoWait('modern__never-ends', '{}', '--json');
     const id = (JSON.parse(out.stdout) as { task: { id: string } }).task.id;
     const otherKey = join(dir, 'other-key.json');
     writeFileSync(otherKey, JSON.stringify(generateKeyPair()), { mode: 0o600 });
@@ -193,35 +164,23 @@ describe('mcpx call on a task and mcpx tasks', { timeout: 180_000 }, () => {
 
   it('a task cancelled while the call waits ends the call with the typed cancel (exit 1), never a hang', async () => {
     // The CLI in its own process, its stderr read as it comes: cancelled once it is waiting (it printed the handle).
-    const child = spawn(
-      process.execPath,
-      [...entryArgs('mcpx'), 'call', '--agent', 'reports', '--task', '--timeout-ms', '500', 'modern__never-ends', '{}'],
-      {
-        cwd: ROOT,
-        env: { ...process.env, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
+    const call = startCli(
+      ['call', '--agent', 'reports', '--task', '--timeout-ms', '500', 'modern__never-ends', '{}'],
+      env,
     );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    const exited = new Promise<number>((resolve) => child.on('exit', (code) => resolve(code ?? 1)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
     try {
       const id = await eventually(
-        async () => /task (tsk_[a-z2-7]{24}) working/.exec(stderr)?.[1],
+        async () => /task (tsk_[a-z2-7]{24}) working/.exec(call.stderr)?.[1],
         30_000,
         'the call waiting for its task',
       );
       await new TaskClient(system.nc, system.subjects).cancelTask(system.account, id);
-      expect(await exited).toBe(1);
-      expect(stderr).toContain(`task ${id} cancelled`);
-      expect(stderr).toContain('error: cancelled');
-      expect(stdout).toBe('');
+      expect(await call.exited).toBe(1);
+      expect(call.stderr).toContain(`task ${id} cancelled`);
+      expect(call.stderr).toContain('error: cancelled');
+      expect(call.stdout).toBe('');
     } finally {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
+      call.kill();
     }
   });
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTasksUpstream, TASKS_EXTENSION, type TasksUpstream } from '../servers/tasks-upstream.js';
-import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
+import { TASKS_EXTENSION, type TasksUpstream } from '../servers/tasks-upstream.js';
+import type { EndpointSystem } from '../endpoint/endpoint-harness.js';
+import { startEndpointTasks } from '../support/fixtures/task-systems.js';
 import { MODERN_VERSION, post, type RpcAnswer } from '../endpoint/raw-mcp.js';
 import { eventually } from '../support/system.js';
 
@@ -21,14 +22,7 @@ describe("endpoint: a task's questions asked of its 2026-07-28 client", { timeou
   let tokenB: string;
 
   beforeAll(async () => {
-    [sys, modern] = await Promise.all([
-      startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
-      startTasksUpstream({ durationMs: 1_000, pollIntervalMs: 200 }),
-    ]);
-    await sys.system.setServer('modern', modern.url);
-    await sys.system.createAgent('asker', ['modern'], 3);
-    tokenA = (await sys.token('asker')).token;
-    tokenB = (await sys.token('asker')).token;
+    ({ sys, modern, tokenA, tokenB } = await startEndpointTasks('asker', { durationMs: 1_000, pollIntervalMs: 200 }));
   }, 120_000);
 
   afterAll(async () => {

@@ -2,10 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
+import type { TasksUpstream } from '../servers/tasks-upstream.js';
 import { collectSseMessages } from '../support/fixtures/sse-messages.js';
 import { eventually } from '../support/system.js';
-import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
+import type { EndpointSystem } from '../endpoint/endpoint-harness.js';
+import { startEndpointTasks } from '../support/fixtures/task-systems.js';
 import { post } from '../endpoint/raw-mcp.js';
 
 const TASK_ID = /^tsk_[a-z2-7]{24}$/;
@@ -50,14 +51,10 @@ describe('endpoint: task status notifications to 2025 clients', () => {
   let tokenB: string;
 
   beforeAll(async () => {
-    [sys, modern] = await Promise.all([
-      startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
-      startTasksUpstream({ durationMs: 3_000, pollIntervalMs: 100 }),
-    ]);
-    await sys.system.setServer('modern', modern.url);
-    await sys.system.createAgent('notified', ['modern'], 3);
-    tokenA = (await sys.token('notified')).token;
-    tokenB = (await sys.token('notified')).token;
+    ({ sys, modern, tokenA, tokenB } = await startEndpointTasks('notified', {
+      durationMs: 3_000,
+      pollIntervalMs: 100,
+    }));
   }, 120_000);
 
   afterAll(async () => {

@@ -1,35 +1,13 @@
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TaskEvent } from '@mcpx/contracts';
 import { TaskClient } from '@mcpx/proxy-client';
-import { cliEnvFor, runCli, type CliResult } from '../support/cli.js';
-import { entryArgs } from '../support/bundles.js';
+import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
-import { ProxySystem } from '../support/proxy-system.js';
-import { ROOT, eventually } from '../support/system.js';
-import { startEverythingServer, type EverythingServer } from '../servers/index.js';
-import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
-
-/** `mcpx` in its own process, killed after `ms`. */
-function runCliWithin(ms: number, args: string[], env: Record<string, string>): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...entryArgs('mcpx'), ...args], {
-      cwd: ROOT,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString('utf8')));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), ms);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, stdout, stderr });
-    });
-  });
-}
+import type { ProxySystem } from '../support/proxy-system.js';
+import { eventually } from '../support/system.js';
+import type { EverythingServer } from '../servers/index.js';
+import { startTaskServers } from '../support/fixtures/task-systems.js';
+import type { TasksUpstream } from '../servers/tasks-upstream.js';
 
 interface InputsList {
   inputRequests: Array<{ id: string; tool: string; requests: Array<{ key: string; message?: string }> }>;
@@ -49,13 +27,7 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    [system, everything, modern] = await Promise.all([
-      ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
-      startEverythingServer('streamableHttp'),
-      startTasksUpstream({ durationMs: 1_000, pollIntervalMs: 200 }),
-    ]);
-    await system.setServer('every', everything.url);
-    await system.setServer('modern', modern.url);
+    ({ system, everything, modern } = await startTaskServers({ durationMs: 1_000, pollIntervalMs: 200 }));
     await system.createAgent('researcher', ['every', 'modern'], 16);
     ({ env } = cliEnvFor(system.api, {
       MCPX_NATS_URL: serviceUrls().nats,
@@ -83,8 +55,7 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
   it('mcpx call of the ambiguous research query waits; its question is answered with mcpx inputs answer, and the report uses the answer (2025-11-25)', async () => {
     // The CLI in its own process, bounded by the test (a loaded box may pass runCli's 60 s); the
     // call's bound leaves its tools/call time to answer on a loaded box (the task asks ~2 s in).
-    const call = runCliWithin(
-      180_000,
+    const call = runCli(
       [
         'call',
         '--agent',
@@ -95,6 +66,7 @@ describe("a task's question answered by a person", { timeout: 240_000 }, () => {
         '{"topic":"python","ambiguous":true}',
       ],
       env,
+      180_000,
     );
     const asked = await waitingFor('every__simulate-research-query');
     expect(asked.requests[0]?.message).toContain('could have multiple interpretations');

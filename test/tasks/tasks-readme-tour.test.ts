@@ -1,43 +1,13 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEverythingServer, type EverythingServer } from '../servers/index.js';
 import { cliEnvFor, runCli, type CliResult } from '../support/cli.js';
 import { ProxySystem } from '../support/proxy-system.js';
-import { ROOT, eventually } from '../support/system.js';
-
-/** The words of a shell line as the README prints them: single quotes kept together, an unquoted `#` ends the line. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word: string | undefined;
-  let quoted = false;
-  for (const ch of line) {
-    if (quoted) {
-      if (ch === "'") quoted = false;
-      else word += ch;
-    } else if (ch === "'") {
-      quoted = true;
-      word ??= '';
-    } else if (ch === '#' && word === undefined) break;
-    else if (/\s/.test(ch)) {
-      if (word !== undefined) words.push(word);
-      word = undefined;
-    } else word = (word ?? '') + ch;
-  }
-  if (word !== undefined) words.push(word);
-  return words;
-}
+import { readmeCommandBlock, shellWords } from '../support/fixtures/readme-tour.js';
+import { eventually } from '../support/system.js';
 
 /** The `mcpx` commands of the README's tasks walkthrough (its first shell block of them), in order. */
 function tasksTour(): string[][] {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const start = readme.indexOf('## Tasks: calls that outlive the call bound');
-  if (start === -1) throw new Error('README.md has no tasks section');
-  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
-  const block = [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.includes('mcpx -- '));
-  if (block === undefined) throw new Error('the tasks section has no block of mcpx commands');
-  return block
-    .split('\n')
+  return readmeCommandBlock('## Tasks: calls that outlive the call bound', 'tasks')
     .filter((l) => l.startsWith('npm run mcpx -- '))
     .map((l) => shellWords(l).slice(4));
 }

@@ -3,10 +3,11 @@ import { ErrorCodes, WireError, type InputRequestItem } from '@mcpx/contracts';
 import { TaskClient } from '@mcpx/proxy-client';
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
-import { ProxySystem } from '../support/proxy-system.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
-import { startEverythingServer, type EverythingServer } from '../servers/index.js';
-import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
+import type { EverythingServer } from '../servers/index.js';
+import { startTaskServers } from '../support/fixtures/task-systems.js';
+import type { TasksUpstream } from '../servers/tasks-upstream.js';
 
 /**
  * A task's question answered by the runtime that made the call (docs/tasks.md#questions): a call
@@ -25,13 +26,7 @@ describe("a task's question answered by the runtime", { timeout: 240_000 }, () =
   let tasks: TaskClient;
 
   beforeAll(async () => {
-    [system, everything, modern] = await Promise.all([
-      ProxySystem.start({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
-      startEverythingServer('streamableHttp'),
-      startTasksUpstream({ durationMs: 1_000, pollIntervalMs: 200 }),
-    ]);
-    await system.setServer('every', everything.url);
-    await system.setServer('modern', modern.url);
+    ({ system, everything, modern } = await startTaskServers({ durationMs: 1_000, pollIntervalMs: 200 }));
     ({ agent } = await system.api
       .act<{ agent: { id: string } }>('CreateAgent', {
         name: 'answerer',

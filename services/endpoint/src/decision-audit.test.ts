@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, type NatsConnection, type Subscription } from '@nats-io/transport-node';
 import { serve } from '@mcpx/bus';
 import {
   ErrorCodes,
@@ -7,6 +7,7 @@ import {
   WireError,
   decodeTokenDecisionAudit,
   makeSubjects,
+  type Subjects,
   type TokenDecisionAudit,
 } from '@mcpx/contracts';
 import { createLogger } from '@mcpx/log';
@@ -37,6 +38,22 @@ describe('DecisionAudit (real NATS)', () => {
     lines
       .map((l) => JSON.parse(l) as Record<string, unknown>)
       .filter((l) => l.msg === 'audit entry of a token holder decision not written');
+  /** A registry on `subjects` answering the audit request with `handle` (told which request it is, from 1), and its count. */
+  const answering = async (
+    subjects: Subjects,
+    handle: (call: number) => Promise<{ audit: 'recorded' | 'already' }>,
+  ): Promise<{ sub: Subscription; calls: () => number }> => {
+    let calls = 0;
+    const sub = serve(
+      nc,
+      subjects.registryTokenDecisionAudit,
+      QueueGroups.registry,
+      { decode: decodeTokenDecisionAudit, handle: () => handle(++calls) },
+      log,
+    );
+    await nc.flush();
+    return { sub, calls: () => calls };
+  };
 
   it('no registry: asked again with backoff, then the missing entry is logged naming the approval; the decision is not undone (record resolves)', async () => {
     lines.length = 0;
@@ -64,54 +81,30 @@ describe('DecisionAudit (real NATS)', () => {
   it('a registry that answers the second request: the entry is recorded, nothing logged', async () => {
     lines.length = 0;
     const subjects = fresh();
-    let calls = 0;
-    const sub = serve(
-      nc,
-      subjects.registryTokenDecisionAudit,
-      QueueGroups.registry,
-      {
-        decode: decodeTokenDecisionAudit,
-        handle: async () => {
-          calls++;
-          // The first request is lost (the registry was restarting): it answers too late.
-          if (calls === 1) await new Promise((r) => setTimeout(r, 400));
-          return { audit: calls === 1 ? ('recorded' as const) : ('already' as const) };
-        },
-      },
-      log,
-    );
-    await nc.flush();
+    const registry = await answering(subjects, async (call) => {
+      // The first request is lost (the registry was restarting): it answers too late.
+      if (call === 1) await new Promise((r) => setTimeout(r, 400));
+      return { audit: call === 1 ? ('recorded' as const) : ('already' as const) };
+    });
     const audit = new DecisionAudit({ nc, subjects, log, attempts: 3, timeoutMs: 200, backoffMs: 20 });
     await expect(audit.record('acct', 'apr_2')).resolves.toEqual({ audit: 'already' });
-    expect(calls).toBe(2);
+    expect(registry.calls()).toBe(2);
     expect(errors()).toEqual([]);
-    sub.unsubscribe();
+    registry.sub.unsubscribe();
   });
 
   it('a refusal (nothing to audit) is not asked again, and is logged', async () => {
     lines.length = 0;
     const subjects = fresh();
-    let calls = 0;
-    const sub = serve(
-      nc,
-      subjects.registryTokenDecisionAudit,
-      QueueGroups.registry,
-      {
-        decode: decodeTokenDecisionAudit,
-        handle: () => {
-          calls++;
-          return Promise.reject(
-            new WireError(ErrorCodes.conflict, 'approvalId: not decided by a token holder', { field: 'approvalId' }),
-          );
-        },
-      },
-      log,
+    const registry = await answering(subjects, () =>
+      Promise.reject(
+        new WireError(ErrorCodes.conflict, 'approvalId: not decided by a token holder', { field: 'approvalId' }),
+      ),
     );
-    await nc.flush();
     const audit = new DecisionAudit({ nc, subjects, log, attempts: 3, timeoutMs: 500, backoffMs: 20 });
     await expect(audit.record('acct', 'apr_3')).resolves.toBeUndefined();
-    expect(calls).toBe(1);
+    expect(registry.calls()).toBe(1);
     expect(errors()).toHaveLength(1);
-    sub.unsubscribe();
+    registry.sub.unsubscribe();
   });
 });

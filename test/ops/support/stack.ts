@@ -4,19 +4,20 @@
  * (ApiClient) and the agent runtime's NATS connection and proxy client. Used by the fault suite,
  * the multi-node run, the load bench and the soak.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import pg from 'pg';
-import { WireError, makeSubjects, type Subjects } from '@mcpx/contracts';
+import { makeSubjects, type Subjects, type WireError } from '@mcpx/contracts';
 import { createDb, migrate } from '@mcpx/db';
 import { generateKeyPair } from '@mcpx/envelope';
 import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-client';
 import { freePorts } from './infra.js';
 import { entryArgs } from '../../support/bundles.js';
 import { ApiClient } from '../../support/api-client.js';
+import { spawnService, stopProcess, wireErrorOf } from '../../support/fixtures/service-process.js';
 import { createTestDatabase, serviceUrls } from '../../support/env.js';
 
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -199,26 +200,18 @@ export class Stack {
     const [port, internalPort] = (await freePorts(2)) as [number, number];
     const instance = `${name}-${++this.counter}-${port}`;
     const logs: string[] = [];
-    const child = spawn(process.execPath, entryArgs(name, { fromSources: this.fromSources }), {
+    const { child } = spawnService(entryArgs(name, { fromSources: this.fromSources }), {
       cwd: ROOT,
-      env: {
-        ...process.env,
-        ...this.env,
-        ...extraEnv,
-        HTTP_PORT: String(port),
-        HTTP_HOST: '127.0.0.1',
-        INTERNAL_HTTP_PORT: String(internalPort),
-        INSTANCE_ID: instance,
+      env: { ...process.env, ...this.env, ...extraEnv },
+      port,
+      internalPort,
+      instance,
+      onOutput: (chunk) => {
+        logs.push(chunk);
+        if (logs.length > 2000) logs.splice(0, 1000);
+        if (this.echoLogs) process.stderr.write(`[${instance}] ${chunk}`);
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const keep = (d: Buffer): void => {
-      logs.push(d.toString('utf8'));
-      if (logs.length > 2000) logs.splice(0, 1000);
-      if (this.echoLogs) process.stderr.write(`[${instance}] ${d.toString('utf8')}`);
-    };
-    child.stdout?.on('data', keep);
-    child.stderr?.on('data', keep);
     const svc: ServiceProcess = {
       name,
       instance,
@@ -328,13 +321,7 @@ export class Stack {
     args: Record<string, unknown> = {},
     extra: Partial<CallInput> & { account?: string } = {},
   ): Promise<WireError> {
-    try {
-      await this.call(agentId, run, tool, args, extra);
-    } catch (err) {
-      if (err instanceof WireError) return err;
-      throw err;
-    }
-    throw new Error(`${tool} succeeded, an error was expected`);
+    return await wireErrorOf(this.call(agentId, run, tool, args, extra), tool);
   }
 
   allLogs(): string {
@@ -342,16 +329,7 @@ export class Stack {
   }
 
   async stop(): Promise<void> {
-    await Promise.all(
-      this.services.map(async (s) => {
-        if (!s.alive()) return;
-        const exited = new Promise((r) => s.child.once('exit', r));
-        s.child.kill('SIGTERM');
-        const timer = setTimeout(() => s.child.kill('SIGKILL'), 10_000);
-        await exited;
-        clearTimeout(timer);
-      }),
-    );
+    await Promise.all(this.services.map((s) => stopProcess(s.child)));
     await this.nc.close().catch(() => undefined);
     await this.dropDb().catch(() => undefined);
   }

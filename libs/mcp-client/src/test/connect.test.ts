@@ -1,6 +1,6 @@
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   bigTextTool,
   defaultTools,
@@ -14,29 +14,10 @@ import {
   type TestMcpServer,
   type TestTool,
 } from '../../../../test/servers/index.js';
-import {
-  connectMcp,
-  isInputRequired,
-  McpClientError,
-  type CallToolResult,
-  type McpCallResult,
-  type McpConnection,
-} from '../index.js';
+import { connectMcp, isInputRequired, McpClientError, type CallToolResult, type McpCallResult } from '../index.js';
+import { clientHarness } from './harness.js';
 
-const opened: McpConnection[] = [];
-const servers: TestMcpServer[] = [];
-
-async function server(opts: Parameters<typeof startTestMcpServer>[0] = {}): Promise<TestMcpServer> {
-  const s = await startTestMcpServer(opts);
-  servers.push(s);
-  return s;
-}
-
-async function connect(opts: Parameters<typeof connectMcp>[0]): Promise<McpConnection> {
-  const c = await connectMcp({ connectTimeoutMs: 10_000, ...opts });
-  opened.push(c);
-  return c;
-}
+const { server, connect } = clientHarness();
 
 async function connectError(opts: Parameters<typeof connectMcp>[0]): Promise<McpClientError> {
   const error: unknown = await connectMcp({ connectTimeoutMs: 10_000, ...opts }).then(
@@ -83,14 +64,6 @@ async function waitFor(condition: () => boolean, ms = 5_000, tick?: () => void):
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map(async (c) => await c.close()));
-});
-
-afterAll(async () => {
-  await Promise.all(servers.splice(0).map(async (s) => await s.close()));
-});
 
 describe.each(['legacy', 'modern'] as const)('connectMcp over Streamable HTTP, a %s server', (era) => {
   let s: TestMcpServer;

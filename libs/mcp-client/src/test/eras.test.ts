@@ -1,43 +1,17 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import {
-  defaultTools,
-  echoTool,
-  startTestMcpServer,
-  type TestMcpServer,
-  type TestTool,
-} from '../../../../test/servers/index.js';
+import { describe, expect, it } from 'vitest';
+import { defaultTools, echoTool, type TestTool } from '../../../../test/servers/index.js';
 import {
   connectMcp,
   invalidMcpHeaderTools,
   isInputRequired,
   McpClientError,
   type EraVerdict,
-  type McpCallResult,
-  type McpConnection,
   type Tool,
 } from '../index.js';
+import { clientHarness, confirmTool, text } from './harness.js';
+import { sendJson, sendResult, startHandWritten } from '../../../../test/support/fixtures/hand-written-mcp.js';
 
-const opened: McpConnection[] = [];
-const servers: Array<{ close(): Promise<void> }> = [];
-
-async function server(opts: Parameters<typeof startTestMcpServer>[0]): Promise<TestMcpServer> {
-  const s = await startTestMcpServer(opts);
-  servers.push(s);
-  return s;
-}
-
-async function connect(opts: Parameters<typeof connectMcp>[0]): Promise<McpConnection> {
-  const c = await connectMcp({ connectTimeoutMs: 10_000, ...opts });
-  opened.push(c);
-  return c;
-}
-
-function text(result: McpCallResult): string {
-  if (isInputRequired(result)) throw new Error('expected a complete result');
-  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
-}
+const { server, connect, closeAfterAll } = clientHarness();
 
 /** A fetch that records each request's headers and body as sent. */
 function wireRecorder(): { fetch: typeof fetch; sent: Array<{ headers: Headers; body: unknown }> } {
@@ -51,14 +25,6 @@ function wireRecorder(): { fetch: typeof fetch; sent: Array<{ headers: Headers; 
     },
   };
 }
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map(async (c) => await c.close()));
-});
-
-afterAll(async () => {
-  await Promise.all(servers.splice(0).map(async (s) => await s.close()));
-});
 
 describe.each(['modern', 'dual'] as const)('a %s server (SDK v2 createMcpHandler)', (era) => {
   it('is connected on the modern era with one server/discover and no handshake; lists and calls', async () => {
@@ -232,24 +198,7 @@ describe('a modern call on the wire', () => {
   });
 
   it('returns an input_required result as it came (nothing answers it)', async () => {
-    const confirm: TestTool = {
-      name: 'confirm',
-      handler: () =>
-        ({
-          resultType: 'input_required',
-          inputRequests: {
-            ok: {
-              method: 'elicitation/create',
-              params: {
-                mode: 'form',
-                message: 'Sure?',
-                requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
-              },
-            },
-          },
-        }) as never,
-    };
-    const s = await server({ era: 'modern', tools: [confirm] });
+    const s = await server({ era: 'modern', tools: [confirmTool()] });
     const c = await connect({ url: s.url, capabilities: { elicitation: { form: {} } } });
     const result = await c.callTool({ name: 'confirm', arguments: {} });
     expect(isInputRequired(result)).toBe(true);
@@ -262,37 +211,25 @@ describe('a modern call on the wire', () => {
 });
 
 /** A modern server whose tools/call answer stream sends a priming event and then breaks. */
-async function brokenStreamServer(): Promise<{ url: string; calls: number; close(): Promise<void> }> {
+async function brokenStreamServer(): Promise<{ url: string; calls: number }> {
   const state = { calls: 0 };
-  const srv = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => {
-      const msg = JSON.parse(raw || '{}') as { method?: string; id?: number };
-      if (msg.method === 'tools/call') {
-        state.calls += 1;
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write('id: 1\nretry: 10\ndata: \n\n');
-        setTimeout(() => res.socket?.destroy(), 20);
-        return;
-      }
-      res.writeHead(405).end();
-    });
+  const s = await startHandWritten((msg, res) => {
+    if (msg.method === 'tools/call') {
+      state.calls += 1;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('id: 1\nretry: 10\ndata: \n\n');
+      setTimeout(() => res.socket?.destroy(), 20);
+      return;
+    }
+    res.writeHead(405).end();
   });
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  const { port } = srv.address() as AddressInfo;
-  const out = {
-    url: `http://127.0.0.1:${port}/mcp`,
+  closeAfterAll(s.close);
+  return {
+    url: s.url,
     get calls() {
       return state.calls;
     },
-    close: async () => {
-      srv.closeAllConnections();
-      await new Promise<void>((resolve) => srv.close(() => resolve()));
-    },
   };
-  servers.push(out);
-  return out;
 }
 
 describe('a broken modern response stream', () => {
@@ -316,29 +253,16 @@ describe('a broken modern response stream', () => {
 
 /** A server that answers server/discover with `result` and anything else with 400. */
 async function discoverServer(result: unknown): Promise<string> {
-  const srv = createServer((req, res) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => {
-      const msg = JSON.parse(raw || '{}') as { method?: string; id?: number };
-      if (msg.method === 'server/discover') {
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
-          .end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result }));
-        return;
-      }
-      res.writeHead(400, { 'content-type': 'application/json' }).end(
-        JSON.stringify({
-          jsonrpc: '2.0',
-          id: msg.id ?? null,
-          error: { code: -32022, message: 'Unsupported protocol version' },
-        }),
-      );
+  const s = await startHandWritten((msg, res) => {
+    if (msg.method === 'server/discover') return sendResult(res, msg.id, result);
+    sendJson(res, 400, {
+      jsonrpc: '2.0',
+      id: msg.id ?? null,
+      error: { code: -32022, message: 'Unsupported protocol version' },
     });
   });
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  servers.push({ close: async () => await new Promise<void>((resolve) => srv.close(() => resolve())) });
-  return `http://127.0.0.1:${(srv.address() as AddressInfo).port}/mcp`;
+  closeAfterAll(s.close);
+  return s.url;
 }
 
 describe('a server that lies in server/discover', () => {

@@ -1,22 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CreateMessageResultSchema, ElicitResultSchema } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { startTestMcpServer, type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
+import { describe, expect, it } from 'vitest';
+import { type TestMcpServer, type TestTool } from '../../../../test/servers/index.js';
 import { fetchAsRequest } from '../http-request.js';
 import {
-  connectMcp,
   inputRequestOf,
   isInputRequired,
   McpClientError,
   type ElicitRequestParams,
-  type McpCallResult,
-  type McpConnection,
   type McpHttpRequest,
 } from '../index.js';
+import { ASK_OK, clientHarness, confirmTool, text } from './harness.js';
+import {
+  sendJson,
+  sendResult,
+  startHandWritten,
+  type JsonRpcIn,
+} from '../../../../test/support/fixtures/hand-written-mcp.js';
 
 /**
  * The library's one `tools/call` path on the wire: against real SDK servers on loopback where a
@@ -26,33 +30,9 @@ import {
  * `sep-2322-client-request-state`, through `test/conformance/client-harness.ts`.)
  */
 
-const opened: McpConnection[] = [];
-const closers: Array<() => Promise<void>> = [];
+const { connect, server, closeAfterAll } = clientHarness();
 
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map(async (c) => await c.close()));
-});
-
-afterAll(async () => {
-  await Promise.all(closers.splice(0).map(async (close) => await close()));
-});
-
-async function connect(opts: Parameters<typeof connectMcp>[0]): Promise<McpConnection> {
-  const c = await connectMcp({ connectTimeoutMs: 10_000, ...opts });
-  opened.push(c);
-  return c;
-}
-
-async function modernServer(tools: TestTool[]): Promise<TestMcpServer> {
-  const s = await startTestMcpServer({ era: 'modern', tools });
-  closers.push(() => s.close());
-  return s;
-}
-
-function text(result: McpCallResult): string {
-  if (isInputRequired(result)) throw new Error('expected a complete result');
-  return result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
-}
+const modernServer = (tools: TestTool[]): Promise<TestMcpServer> => server({ era: 'modern', tools });
 
 /** A request that records what went through it (the call path's explicit interface). */
 function recordingRequest(): {
@@ -141,43 +121,11 @@ describe('the modern call path against an SDK v2 server', () => {
   });
 
   it('hands an input_required result back, and the retry carries inputResponses and requestState', async () => {
-    const confirm: TestTool = {
-      name: 'confirm',
-      handler: () => {
-        return {
-          resultType: 'input_required',
-          inputRequests: {
-            ok: {
-              method: 'elicitation/create',
-              params: {
-                mode: 'form',
-                message: 'Sure?',
-                requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
-              },
-            },
-          },
-          requestState: 'opaque-1',
-        } as never;
-      },
-    };
-    const s = await modernServer([confirm]);
+    const s = await modernServer([confirmTool({ requestState: 'opaque-1' })]);
     const rec = recordingRequest();
     const c = await connect({ url: s.url, request: rec.request, capabilities: { elicitation: { form: {} } } });
     const first = await c.callTool({ name: 'confirm', arguments: {} });
-    expect(inputRequestOf(first)).toEqual({
-      kind: 'input_required',
-      inputRequests: {
-        ok: {
-          method: 'elicitation/create',
-          params: {
-            mode: 'form',
-            message: 'Sure?',
-            requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } } },
-          },
-        },
-      },
-      requestState: 'opaque-1',
-    });
+    expect(inputRequestOf(first)).toEqual({ kind: 'input_required', inputRequests: ASK_OK, requestState: 'opaque-1' });
     await c.callTool(
       { name: 'confirm', arguments: {} },
       { inputResponses: { ok: { action: 'accept', content: { ok: true } } }, requestState: 'opaque-1' },
@@ -196,50 +144,29 @@ describe('the modern call path against an SDK v2 server', () => {
   });
 });
 
-type Answer = (msg: { id: unknown; method: string; params?: unknown }, res: ServerResponse) => void;
+type Answer = (msg: JsonRpcIn, res: ServerResponse) => void;
 
 /**
  * A hand-written modern server: `server/discover` is answered properly, `tools/call` by `answer`
  * (what only a broken or hostile server would send).
  */
 async function handWritten(answer: Answer): Promise<{ url: string }> {
-  const srv: HttpServer = createServer((req: IncomingMessage, res: ServerResponse) => {
-    let raw = '';
-    req.on('data', (c: Buffer) => (raw += c.toString()));
-    req.on('end', () => {
-      const msg = JSON.parse(raw || '{}') as { id: unknown; method: string; params?: unknown };
-      if (msg.method === 'server/discover') {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: msg.id,
-            result: {
-              resultType: 'complete',
-              supportedVersions: ['2026-07-28'],
-              capabilities: { tools: {} },
-              serverInfo: { name: 'hand', version: '0' },
-            },
-          }),
-        );
-        return;
-      }
-      if (msg.method === 'tools/call') return answer(msg, res);
-      res.writeHead(405).end();
-    });
+  const s = await startHandWritten((msg, res) => {
+    if (msg.method === 'server/discover')
+      return sendResult(res, msg.id, {
+        resultType: 'complete',
+        supportedVersions: ['2026-07-28'],
+        capabilities: { tools: {} },
+        serverInfo: { name: 'hand', version: '0' },
+      });
+    if (msg.method === 'tools/call') return answer(msg, res);
+    res.writeHead(405).end();
   });
-  await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  closers.push(async () => {
-    srv.closeAllConnections();
-    await new Promise<void>((resolve) => srv.close(() => resolve()));
-  });
-  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}/mcp` };
+  closeAfterAll(s.close);
+  return s;
 }
 
-const json = (res: ServerResponse, status: number, body: unknown): void => {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-};
+const json = sendJson;
 
 describe('the modern call path against a server that answers badly', () => {
   it.each([
@@ -406,7 +333,7 @@ async function elicitingLegacyServer(related = true): Promise<{ url: string; ask
     });
   });
   await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
-  closers.push(async () => {
+  closeAfterAll(async () => {
     await Promise.all([...transports.values()].map(async (t) => await t.close()));
     srv.closeAllConnections();
     await new Promise<void>((resolve) => srv.close(() => resolve()));
