@@ -6,7 +6,6 @@ import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { SseSubscriber } from '../support/sse-client.js';
 import { eventually } from '../support/system.js';
-import { sharedValueBomb } from '../support/fixtures/cbor-bombs.js';
 
 /**
  * Issue 11 ("Why" 5, "Deliver" 4): one empty NATS message on a subject the registry listened to

@@ -3,7 +3,6 @@ import { BODY_LIMITS, decodePayload, decodeStrict, encodePayload } from '@mcpx/c
 import { sharedValueBomb } from '@mcpx/contracts/test-support';
 import { RegistryHarness } from '../support/registry-harness.js';
 import type { ApiClient } from '../support/api-client.js';
-import { sharedValueBomb } from '../support/fixtures/cbor-bombs.js';
 
 /**
  * The attack against the real registry: an unauthenticated ~500-byte CBOR
