@@ -96,6 +96,11 @@ async function historyBlock(s) {
 export async function renderServerPage(name, servers, mountActivity) {
   const body = $('server-page-body');
   const s = servers.find((x) => x.name === name);
+  // A reload draws the open page again: what its search holds stays (a person may be typing).
+  const kept =
+    $('server-page').dataset.server === name
+      ? (/** @type {HTMLInputElement | null} */ ($('server-tool-search'))?.value ?? '')
+      : '';
   $('server-page').dataset.server = name;
   if (!s) {
     body.replaceChildren(
@@ -109,11 +114,15 @@ export async function renderServerPage(name, servers, mountActivity) {
   const tools = toolList(s);
   tools.id = 'server-page-tools';
   search.dataset.filter = tools.id;
-  search.addEventListener('input', () => {
+  search.value = kept;
+  // The list shown now, not the one drawn with the search: a permission change draws it again.
+  const filter = () => {
     const q = search.value.trim().toLowerCase();
-    for (const li of /** @type {HTMLElement[]} */ ([...tools.children]))
+    const shown = $('server-page-tools') ?? tools;
+    for (const li of /** @type {HTMLElement[]} */ ([...shown.children]))
       li.classList.toggle('filtered-out', q !== '' && !(li.textContent ?? '').toLowerCase().includes(q));
-  });
+  };
+  search.addEventListener('input', filter);
   const activity = el('div', { id: 'server-activity' });
   body.replaceChildren(
     el('div', { className: 'page-head' }, el('h2', { textContent: s.name }), serverChips(s), serverActions(s)),
@@ -130,6 +139,7 @@ export async function renderServerPage(name, servers, mountActivity) {
     el('h3', { textContent: 'History' }),
     await historyBlock(s),
   );
+  filter();
   await mountActivity(activity, { server: s.name });
 }
 

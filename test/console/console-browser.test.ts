@@ -749,5 +749,21 @@ describe.skipIf(!HAS_CHROMIUM)(
       expect(consoleErrors).toEqual([]);
       expect(notFound).toEqual([]);
     });
+
+    it('keeps a server page’s tool search through a live reload of the servers', async () => {
+      await page.setViewportSize({ width: 1280, height: 860 });
+      await room('#/servers/acme');
+      await page.locator('#server-page-tools li[data-tool="drop_table"]').waitFor();
+      await page.fill('#server-tool-search', 'echo');
+      expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
+      // Another server changes: the console hears it and draws the open page again.
+      await page.evaluate(`document.querySelector('#server-page-tools').dataset.drawn = 'before'`);
+      await system.api.act('SetMcpServer', { name: 'typo', config: { url: acme.url.replace(/\/mcp$/, '/mpd') } });
+      await page.locator('#server-page-tools:not([data-drawn])').waitFor();
+      expect(await page.inputValue('#server-tool-search')).toBe('echo');
+      expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
+      await page.fill('#server-tool-search', '');
+      expect(await page.locator('#server-page-tools li.filtered-out').count()).toBe(0);
+    });
   },
 );
