@@ -1,16 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import {
   CallToolRequestSchema,
-  isInitializeRequest,
   ListResourcesRequestSchema,
   ListToolsRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { listenOnLoopback } from '../servers/loopback.js';
+import { serveV1Sessions } from '../servers/v1-sessions.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 
 /**
@@ -19,7 +15,6 @@ import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js'
  * may carry unasked). The proxy keeps one session per run, and a run is one endpoint token's.
  */
 async function startSessionScopedServer(): Promise<{ url: string; lists: () => number; close: () => Promise<void> }> {
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
   let lists = 0;
   const newServer = (sessionOf: () => string | undefined): Server => {
     const server = new Server(
@@ -41,42 +36,8 @@ async function startSessionScopedServer(): Promise<{ url: string; lists: () => n
     });
     return server;
   };
-  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const raw = Buffer.concat(chunks).toString('utf8');
-      const body = raw === '' ? undefined : (JSON.parse(raw) as unknown);
-      const sid = req.headers['mcp-session-id'];
-      const existing = typeof sid === 'string' ? sessions.get(sid) : undefined;
-      if (existing !== undefined) return await existing.handleRequest(req, res, body);
-      if (typeof sid === 'string' || req.method !== 'POST' || !isInitializeRequest(body)) {
-        res.writeHead(typeof sid === 'string' ? 404 : 400).end();
-        return;
-      }
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        onsessioninitialized: (id) => void sessions.set(id, transport),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-      };
-      await newServer(() => transport.sessionId).connect(transport);
-      await transport.handleRequest(req, res, body);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  const listening = await listenOnLoopback(http);
-  return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
-    lists: () => lists,
-    close: async () => {
-      for (const t of sessions.values()) await t.close().catch(() => undefined);
-      await listening.close();
-    },
-  };
+  const served = await serveV1Sessions(newServer);
+  return { url: served.url, lists: () => lists, close: () => served.close() };
 }
 
 /**

@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, TaskStatusNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startEverythingServer, type EverythingServer } from '../servers/index.js';
+import type { EverythingServer } from '../servers/index.js';
+import { startEndpointEverything } from '../support/fixtures/task-systems.js';
 import { eventually } from '../support/system.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import type { EndpointSystem } from './endpoint-harness.js';
 
 const TASK_ID = /^tsk_[a-z2-7]{24}$/;
 const RELATED_TASK = 'io.modelcontextprotocol/related-task';
@@ -37,13 +38,7 @@ describe(
     let token: string;
 
     beforeAll(async () => {
-      [sys, everything] = await Promise.all([
-        startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
-        startEverythingServer('streamableHttp'),
-      ]);
-      await sys.system.setServer('every', everything.url);
-      await sys.system.createAgent('asker', ['every'], 16);
-      token = (await sys.token('asker')).token;
+      ({ sys, everything, tokenA: token } = await startEndpointEverything('asker'));
     }, 120_000);
 
     afterAll(async () => {

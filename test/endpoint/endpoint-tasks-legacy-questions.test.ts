@@ -3,8 +3,9 @@ import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { TaskClient } from '@mcpx/proxy-client';
-import { startEverythingServer, type EverythingServer } from '../servers/index.js';
-import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import type { EverythingServer } from '../servers/index.js';
+import { startEndpointEverything } from '../support/fixtures/task-systems.js';
+import type { EndpointSystem } from './endpoint-harness.js';
 import { post } from './raw-mcp.js';
 
 const TASK_ID = /^tsk_[a-z2-7]{24}$/;
@@ -35,14 +36,7 @@ describe('endpoint: a 2025 client answers its task’s questions on tasks/result
   let tokenB: string;
 
   beforeAll(async () => {
-    [sys, everything] = await Promise.all([
-      startEndpointSystem({ env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' } }),
-      startEverythingServer('streamableHttp'),
-    ]);
-    await sys.system.setServer('every', everything.url);
-    await sys.system.createAgent('asker', ['every'], 16);
-    tokenA = (await sys.token('asker')).token;
-    tokenB = (await sys.token('asker')).token;
+    ({ sys, everything, tokenA, tokenB } = await startEndpointEverything('asker'));
   }, 120_000);
 
   afterAll(async () => {

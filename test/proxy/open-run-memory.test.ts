@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
-
-interface Collected {
-  runs: number;
-  connections: number;
-  heapUsed: number;
-  collected: boolean;
-}
+import { collectedStats, inWaves, type CollectedStats } from '../support/fixtures/proxy-heap.js';
 
 const RUNS = 3_000;
 /** Calls at once while opening runs. */
@@ -26,8 +20,7 @@ describe('an open modern run in a proxy process', () => {
   let system: ProxySystem;
   let upstream: TestMcpServer;
   let proxy: ProxyProcess;
-  const collected = async (): Promise<Collected> =>
-    (await (await fetch(`${proxy.internalUrl}/stats/collected`)).json()) as Collected;
+  const collected = (): Promise<CollectedStats> => collectedStats(proxy);
 
   beforeAll(async () => {
     [system, upstream] = await Promise.all([
@@ -50,13 +43,7 @@ describe('an open modern run in a proxy process', () => {
 
   it('holds under 1.5 KiB of live heap (about 0.7 KiB measured), sharing one connection', async () => {
     const open = async (prefix: string, n: number): Promise<void> => {
-      for (let i = 0; i < n; i += AT_ONCE) {
-        await Promise.all(
-          Array.from({ length: AT_ONCE }, (_, j) =>
-            system.call('agent', `${prefix}-${i + j}`, 'demo__echo', { text: 'x' }),
-          ),
-        );
-      }
+      await inWaves(n, AT_ONCE, (k) => system.call('agent', `${prefix}-${k}`, 'demo__echo', { text: 'x' }));
     };
     // Warm: every code path of a call and of a new run has run before the first reading. The
     // first call alone: runs that start together before any modern connection is open each open one.

@@ -1,14 +1,6 @@
-import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import {
-  CallToolRequestSchema,
-  isInitializeRequest,
-  ListToolsRequestSchema,
-  type CallToolResult,
-} from '@modelcontextprotocol/sdk/types.js';
-import { listenOnLoopback } from './loopback.js';
+import { CallToolRequestSchema, ListToolsRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { serveV1Sessions } from './v1-sessions.js';
 
 /**
  * A legacy-era (2025-11-25) server on SDK v1 whose tools push `elicitation/create` to the client
@@ -33,7 +25,6 @@ const text = (t: string, isError = false): CallToolResult => ({
 
 export async function startLegacyElicitingServer(): Promise<LegacyElicitingServer> {
   const stats: LegacyElicitingServer['stats'] = { calls: 0, elicitations: 0, answers: [], samplings: 0, sampled: [] };
-  const sessions = new Map<string, StreamableHTTPServerTransport>();
 
   const newServer = (): Server => {
     const server = new Server({ name: 'mcpx-legacy-eliciting', version: '0.1.0' }, { capabilities: { tools: {} } });
@@ -123,53 +114,6 @@ export async function startLegacyElicitingServer(): Promise<LegacyElicitingServe
     return server;
   };
 
-  const readJson = async (req: IncomingMessage): Promise<unknown> => {
-    const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    const raw = Buffer.concat(chunks).toString('utf8');
-    return raw === '' ? undefined : (JSON.parse(raw) as unknown);
-  };
-
-  const http = createServer((req: IncomingMessage, res: ServerResponse) => {
-    void (async () => {
-      const sid = req.headers['mcp-session-id'];
-      const body = req.method === 'POST' ? await readJson(req) : undefined;
-      const existing = typeof sid === 'string' ? sessions.get(sid) : undefined;
-      if (existing) {
-        await existing.handleRequest(req, res, body);
-        return;
-      }
-      if (typeof sid === 'string' || req.method !== 'POST' || !isInitializeRequest(body)) {
-        res.writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            error: { code: -32000, message: 'Bad Request: no valid session' },
-            id: null,
-          }),
-        );
-        return;
-      }
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-        sessionIdGenerator: randomUUID,
-        onsessioninitialized: (id) => void sessions.set(id, transport),
-      });
-      transport.onclose = () => {
-        if (transport.sessionId !== undefined) sessions.delete(transport.sessionId);
-      };
-      await newServer().connect(transport);
-      await transport.handleRequest(req, res, body);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500);
-      res.end();
-    });
-  });
-  const listening = await listenOnLoopback(http);
-  return {
-    url: `http://127.0.0.1:${listening.port}/mcp`,
-    stats,
-    close: async () => {
-      for (const t of sessions.values()) await t.close().catch(() => {});
-      await listening.close();
-    },
-  };
+  const served = await serveV1Sessions(newServer);
+  return { url: served.url, stats, close: () => served.close() };
 }

@@ -1,13 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
-
-interface Collected {
-  runs: number;
-  connections: number;
-  heapUsed: number;
-  collected: boolean;
-}
+import { collectedStats, inWaves, type CollectedStats } from '../support/fixtures/proxy-heap.js';
 
 const TASKS = 1_000;
 const WARM = 100;
@@ -33,8 +27,7 @@ describe('an open modern task in a proxy process', () => {
   let system: ProxySystem;
   let upstream: TasksUpstream;
   let proxy: ProxyProcess;
-  const collected = async (): Promise<Collected> =>
-    (await (await fetch(`${proxy.internalUrl}/stats/collected`)).json()) as Collected;
+  const collected = (): Promise<CollectedStats> => collectedStats(proxy);
 
   beforeAll(async () => {
     [system, upstream] = await Promise.all([
@@ -63,14 +56,10 @@ describe('an open modern task in a proxy process', () => {
 
   it(`holds under ${BOUND_BYTES} bytes of live heap per open task, no pool run`, async () => {
     const open = async (prefix: string, n: number): Promise<void> => {
-      for (let i = 0; i < n; i += AT_ONCE) {
-        const outs = await Promise.all(
-          Array.from({ length: AT_ONCE }, (_, j) =>
-            system.call('agent', `${prefix}-${(i + j) % 50}`, 'modern__never-ends', {}, { task: true, taskWaitMs: 0 }),
-          ),
-        );
-        for (const out of outs) expect(out.result.task?.state).toBe('working');
-      }
+      const outs = await inWaves(n, AT_ONCE, (k) =>
+        system.call('agent', `${prefix}-${k % 50}`, 'modern__never-ends', {}, { task: true, taskWaitMs: 0 }),
+      );
+      for (const out of outs) expect(out.result.task?.state).toBe('working');
     };
     await open('warm', WARM);
     const before = await collected();

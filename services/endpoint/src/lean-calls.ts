@@ -121,13 +121,8 @@ export class LeanCalls {
     const candidate = leanCandidate(req, clientAddress, this.deps);
     if (candidate === undefined || Buffer.byteLength(body) !== candidate.length)
       return this.legacyTaskRequest(req, res, clientAddress, grant, body, fallback, cors);
-    let msg: unknown;
-    try {
-      msg = JSON.parse(body);
-    } catch {
-      return fallback(req, res, body);
-    }
-    if (!isObject(msg)) return fallback(req, res, body);
+    const msg = jsonObjectOf(body);
+    if (msg === undefined) return fallback(req, res, body);
     if (!candidate.modern && (await this.questions.answered(msg, grant, res, cors))) return;
     if (!candidate.modern && msg.method === 'initialize') await this.questions.rememberInitialize(grant, msg);
     // A 2025 client's tasks/result: its task's questions of it are asked on the answer's stream.
@@ -316,13 +311,8 @@ export class LeanCalls {
       !legacyTaskCandidate(req, clientAddress, this.deps)
     )
       return fallback(req, res, body);
-    let msg: unknown;
-    try {
-      msg = JSON.parse(body);
-    } catch {
-      return fallback(req, res, body);
-    }
-    if (!isObject(msg)) return fallback(req, res, body);
+    const msg = jsonObjectOf(body);
+    if (msg === undefined) return fallback(req, res, body);
     if (await this.questions.answered(msg, grant, res, cors)) return;
     if (msg.method === 'tasks/result') return this.taskResultOf(res, grant, msg, body, fallback, cors);
     return fallback(req, res, body);
@@ -383,4 +373,14 @@ function endStream(res: ServerResponse, text: string, head: Record<string, strin
   if (res.destroyed) return;
   if (!res.headersSent) res.writeHead(200, head);
   res.end(sseMessage(text));
+}
+
+/** The body as a JSON object; undefined when it is not JSON or not an object (the SDK's path answers it). */
+function jsonObjectOf(body: string): Json | undefined {
+  try {
+    const msg: unknown = JSON.parse(body);
+    return isObject(msg) ? msg : undefined;
+  } catch {
+    return undefined;
+  }
 }
