@@ -317,6 +317,8 @@ export class CallHandler {
     const done = (): void => {
       this.inflight.delete(key);
       release?.();
+      // A task-augmented call's own pool run ends with the call, failed or not (a recorded task's was let go already).
+      if (taskId !== undefined) void this.deps.pool.endRun(req.account, taskRun(taskId));
     };
     // A legacy server may push a question during the call: it is routed to this call's channel.
     const channel = this.deps.legacyAsks !== undefined ? new CallChannel() : undefined;
@@ -372,10 +374,8 @@ export class CallHandler {
       started,
       remainingMs: Math.min(timeoutMs - (performance.now() - started), req.taskWaitMs ?? MAX_CALL_TIMEOUT_MS),
     });
-    if (brokered !== undefined) return brokered;
-    // The server answered the call itself: the task's pool run holds nothing more.
-    void this.deps.pool.endRun(req.account, taskRun(taskId));
-    return undefined;
+    // The server answered the call itself: the task's pool run ends with the call (see `done`).
+    return brokered;
   }
 }
 

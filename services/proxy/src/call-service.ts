@@ -36,6 +36,8 @@ export interface ProxyStats {
   /** Broken response streams resumed with `Last-Event-ID`, and those that could not be. */
   resumptions: { resumed: number; failed: number };
   invalidations: number;
+  /** Open tasks this instance created and still holds a record of (docs/tasks.md#the-broker). */
+  liveTasks?: number;
 }
 
 export interface CallServiceDeps {

@@ -57,6 +57,7 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
     inflight: handler.inflightCount,
     ...handler.counts,
     invalidations: floor.catalog.invalidations,
+    liveTasks: path.broker.liveCount,
   });
   const nats = await serveNats(floor, path, stats);
   await floor.bus.nc.flush();

@@ -9,6 +9,9 @@ import { TaskPoller } from './task-poller.js';
 import { TaskQuestions } from './task-questions.js';
 import type { NewTask, TaskRow, TaskStore } from './task-store.js';
 
+/** Created tasks' records looked up by one sweep at most. */
+const LIVE_SWEEP_BATCH = 500;
+
 export interface TaskBrokerSettings {
   maxTtlMs: number;
   leaseMs: number;
@@ -47,8 +50,14 @@ export interface TaskBrokerDeps {
  */
 export class TaskBroker {
   private readonly waiters = new Map<string, Set<(row: TaskRow) => void>>();
-  /** Targets of the tasks this instance created (they carry the live session's question handler). */
-  private readonly live = new Map<string, TaskWireTarget>();
+  /**
+   * Targets of the open tasks this instance created (they carry the live session's question
+   * handler), with when this instance last knew the task open: its creation, its last poll here,
+   * or the last look at its row. A task that ends on another instance (this one lost its lease)
+   * is forgotten by {@link sweepLive}, not only when this instance ends it.
+   */
+  private readonly live = new Map<string, { target: TaskWireTarget; seenAt: number }>();
+  private liveTimer: NodeJS.Timeout | undefined;
   private readonly lifecycle: Counter;
   private readonly questions: TaskQuestions | undefined;
   private readonly ends: TaskEnds;
@@ -71,7 +80,8 @@ export class TaskBroker {
     this.lifecycle = deps.meter.createCounter('mcpx_proxy_tasks_total', {
       description: 'Brokered tasks by event: created, completed, failed, cancelled, expired',
     });
-    const target = async (row: TaskRow): Promise<TaskWireTarget> => this.live.get(row.id) ?? (await deps.target(row));
+    const target = async (row: TaskRow): Promise<TaskWireTarget> =>
+      this.live.get(row.id)?.target ?? (await deps.target(row));
     this.ends = new TaskEnds({
       store: deps.store,
       instance: deps.instance,
@@ -89,7 +99,11 @@ export class TaskBroker {
       ends: this.ends,
       questions: this.questions,
       changed: (row, state, message) => this.event(row, state, message),
-      ...(deps.onPolled !== undefined ? { onPolled: deps.onPolled } : {}),
+      onPolled: (row) => {
+        const live = this.live.get(row.id);
+        if (live !== undefined) live.seenAt = Date.now();
+        deps.onPolled?.(row);
+      },
       tracer: deps.tracer,
       meter: deps.meter,
       log: deps.log,
@@ -98,6 +112,59 @@ export class TaskBroker {
 
   start(): void {
     this.poller.start();
+    this.liveTimer ??= setInterval(() => void this.sweepLive(), this.liveSweepMs);
+    this.liveTimer.unref();
+  }
+
+  /** Open tasks this instance created and holds a record of (their live target). */
+  get liveCount(): number {
+    return this.live.size;
+  }
+
+  /** How long a created task goes unpolled here before its row is looked at (twice the lease: it was taken over, or is being). */
+  private get liveSweepMs(): number {
+    return Math.max(1_000, 2 * this.deps.settings.leaseMs);
+  }
+
+  /**
+   * Forgets the records of created tasks that ended elsewhere: those this instance has not polled
+   * for {@link liveSweepMs} are looked up (one statement, at most `LIVE_SWEEP_BATCH`); a finished
+   * or purged one goes, an open one is looked at again a sweep later. A task this instance polls
+   * costs no look-up.
+   */
+  async sweepLive(): Promise<number> {
+    const cutoff = Date.now() - this.liveSweepMs;
+    const stale: string[] = [];
+    for (const [id, live] of this.live) {
+      if (live.seenAt > cutoff) continue;
+      stale.push(id);
+      if (stale.length >= LIVE_SWEEP_BATCH) break;
+    }
+    if (stale.length === 0) return 0;
+    let open: Set<string>;
+    try {
+      open = new Set(await this.deps.store.openOf(stale));
+    } catch (err) {
+      this.deps.log.warn('ended tasks could not be looked up: their records stay until the next sweep', {
+        err: err as Error,
+      });
+      return 0;
+    }
+    const now = Date.now();
+    let forgotten = 0;
+    for (const id of stale) {
+      const live = this.live.get(id);
+      if (live === undefined) continue;
+      if (open.has(id)) {
+        live.seenAt = now;
+        continue;
+      }
+      this.live.delete(id);
+      this.poller.forget(id);
+      this.questions?.ended(id);
+      forgotten++;
+    }
+    return forgotten;
   }
 
   /**
@@ -106,6 +173,8 @@ export class TaskBroker {
    * `leaseMs` after. Tasks whose poll is still under way keep their lease until it lapses.
    */
   async stop(): Promise<void> {
+    if (this.liveTimer !== undefined) clearInterval(this.liveTimer);
+    this.liveTimer = undefined;
     this.questions?.stop();
     const busy = await this.poller.stop();
     try {
@@ -147,7 +216,7 @@ export class TaskBroker {
       owner: this.deps.instance,
       leaseMs: settings.leaseMs,
     });
-    this.live.set(t.id, target);
+    this.live.set(t.id, { target, seenAt: Date.now() });
     this.lifecycle.add(1, { event: 'created', dialect: t.dialect });
     this.event(row, state, created.statusMessage ?? null);
     return row;

@@ -259,6 +259,18 @@ export class TaskStore {
     );
   }
 
+  /** Which of these tasks are still open (a finished or purged one is not answered). */
+  async openOf(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('proxy.tasks')
+      .select('id')
+      .where('id', 'in', ids)
+      .where('finished_at', 'is', null)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
   /** The account's tasks (one agent's, when named), newest first. */
   async list(account: string, agent: string | undefined, limit: number): Promise<TaskRow[]> {
     let q = this.db.selectFrom('proxy.tasks').selectAll().where('account_id', '=', account);
