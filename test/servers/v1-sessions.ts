@@ -38,15 +38,13 @@ export async function serveV1Sessions(newServer: (sessionOf: () => string | unde
         return;
       }
       if (typeof sid === 'string' || req.method !== 'POST' || !isInitializeRequest(body)) {
-        res
-          .writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' })
-          .end(
-            JSON.stringify({
-              jsonrpc: '2.0',
-              error: { code: -32000, message: 'Bad Request: no valid session' },
-              id: null,
-            }),
-          );
+        res.writeHead(typeof sid === 'string' ? 404 : 400, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            jsonrpc: '2.0',
+            error: { code: -32000, message: 'Bad Request: no valid session' },
+            id: null,
+          }),
+        );
         return;
       }
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
