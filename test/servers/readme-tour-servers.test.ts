@@ -28,7 +28,9 @@ const EXPECTED: Record<string, { tools: string[] } | { oauth: true }> = {
   },
   'test/servers/shifting-upstream-main.ts': { tools: ['lookup', 'send_email'] },
   'test/servers/oauth-upstream-main.ts': { oauth: true },
-  'test/servers/tasks-upstream-main.ts': { tools: ['clarify-export', 'long-export', 'never-ends', 'quick'] },
+  'test/servers/tasks-upstream-main.ts': {
+    tools: ['clarify-export', 'confirm-then-export', 'long-export', 'never-ends', 'quick', 'settle-then-export'],
+  },
 };
 
 const children: ChildProcess[] = [];

@@ -61,13 +61,29 @@ const CLARIFY_QUESTION = {
   },
 };
 
+/** `confirm-then-export`'s question, asked synchronously (SEP-2322) before any task exists. */
+const CONFIRM_QUESTION = {
+  confirm: {
+    method: 'elicitation/create',
+    params: {
+      mode: 'form',
+      message: 'Start the export?',
+      requestedSchema: { type: 'object', properties: { format: { type: 'string' } }, required: ['format'] },
+    },
+  },
+};
+
 /**
  * A modern (2026-07-28 only) server on the SDK v2 that speaks the tasks extension: it advertises
  * `io.modelcontextprotocol/tasks`, and a `tools/call` of `long-export` whose `_meta` client
  * capabilities declare the extension is answered with a created task (`resultType: 'task'`);
  * `tasks/get` reports it, with the result inline once it completed; `tasks/cancel` cancels.
  * `never-ends` is a task that stays `working`. `clarify-export` asks a question first (`input_required`
- * with `inputRequests` in `tasks/get`) and exports in the format `tasks/update` answers. `quick` answers at once even when asked for a task.
+ * with `inputRequests` in `tasks/get`) and exports in the format `tasks/update` answers.
+ * `confirm-then-export` answers `input_required` at once (a form question, no task yet) and
+ * creates its task, in the answered format, once the call is re-sent with the answer;
+ * `settle-then-export` answers `input_required` with a `requestState` only, and creates its task
+ * when the call comes back with it. `quick` answers at once even when asked for a task.
  * The SDK v2 has no tasks runtime: the task methods are served by handlers registered with schemas.
  */
 export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promise<TasksUpstream> {
@@ -129,6 +145,16 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
             },
             { name: 'quick', description: 'Answers at once.', inputSchema: { type: 'object', properties: {} } },
             {
+              name: 'confirm-then-export',
+              description: 'Asks to confirm (input_required, before any task), then exports as a task.',
+              inputSchema: { type: 'object', properties: {} },
+            },
+            {
+              name: 'settle-then-export',
+              description: 'Answers input_required with a requestState only, then exports as a task.',
+              inputSchema: { type: 'object', properties: {} },
+            },
+            {
               name: 'clarify-export',
               description: 'Asks which format (input_required), then exports as a task.',
               inputSchema: { type: 'object', properties: {} },
@@ -138,13 +164,28 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
           cacheScope: 'public',
         }) as never,
     );
-    server.setRequestHandler('tools/call', (request) => {
+    server.setRequestHandler('tools/call', (request, ctx) => {
       stats.calls++;
       // The request's declared capabilities (2026-07-28: each request carries them in its _meta).
       const caps = server.getClientCapabilities() as { extensions?: Record<string, unknown> } | undefined;
       const asked = caps?.extensions?.[TASKS_EXTENSION] !== undefined;
       const name = request.params.name;
       if (name === 'quick' || !asked) return { content: [{ type: 'text', text: `${name} ran at once` }] };
+      let format = typeof request.params.arguments?.format === 'string' ? request.params.arguments.format : 'csv';
+      if (name === 'confirm-then-export') {
+        // SEP-2322: the question comes back synchronously; the task is created only once it is answered.
+        const responses = (ctx.mcpReq as { inputResponses?: Record<string, unknown> }).inputResponses;
+        const answer = responses?.confirm as { action?: string; content?: { format?: unknown } } | undefined;
+        if (answer?.action !== 'accept' || typeof answer.content?.format !== 'string')
+          return { resultType: 'input_required', inputRequests: CONFIRM_QUESTION } as never;
+        format = answer.content.format;
+      }
+      if (name === 'settle-then-export') {
+        const state = (ctx.mcpReq as { requestState?: unknown }).requestState;
+        const raw = typeof state === 'function' ? (state as () => unknown)() : state;
+        if (raw !== 'settled') return { resultType: 'input_required', requestState: 'settled' } as never;
+        format = 'settled';
+      }
       const t: ServerTask = {
         taskId: randomUUID(),
         status: 'working',
@@ -152,7 +193,7 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
         createdAt: now(),
         lastUpdatedAt: now(),
         endsAt: name === 'never-ends' ? Number.POSITIVE_INFINITY : Date.now() + durationMs,
-        format: typeof request.params.arguments?.format === 'string' ? request.params.arguments.format : 'csv',
+        format,
       };
       if (name === 'clarify-export') {
         // SEP-2663: the task asks in `tasks/get` (`inputRequests`), answered with `tasks/update`;

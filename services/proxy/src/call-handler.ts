@@ -341,12 +341,13 @@ export class CallHandler {
               parkedOut = true;
               pending.then(done, done);
             });
-      if (taskId !== undefined) {
-        const brokered = await this.brokered(call, sender, taskId, first);
-        if (brokered !== undefined) return brokered;
-      }
+      const task = taskId !== undefined ? await this.brokered(call, sender, taskId, first) : undefined;
+      if (task !== undefined) return task;
       const result = await this.questions.answered(req, doc, first, asked, span, (state) => sender.again(state));
-      return finishedCall(doc, req, result, call.started, this.deps.replyLimits);
+      // A task made only once a requestState-only round was sent back is brokered alike, never answered as a tool result.
+      const later =
+        taskId !== undefined && result !== first ? await this.brokered(call, sender, taskId, result) : undefined;
+      return later ?? finishedCall(doc, req, result, call.started, this.deps.replyLimits);
     } finally {
       progress?.close();
       logs?.close();
