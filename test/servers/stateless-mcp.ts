@@ -12,11 +12,14 @@ export interface StatelessMcp {
 
 /**
  * Serves an SDK v2 `Server` made per request by `factory` on a loopback port, to both eras
- * (`legacy: 'stateless'`: 2025-11-25 traffic served per request); `close` stops the handler, then
- * the port.
+ * (`legacy: 'stateless'`: 2025-11-25 traffic served per request) or, with `legacy: 'reject'`, to
+ * 2026-07-28 clients only; `close` stops the handler, then the port.
  */
-export async function serveStatelessMcp(factory: () => Server): Promise<StatelessMcp> {
-  const handler = createMcpHandler(factory, { legacy: 'stateless' });
+export async function serveStatelessMcp(
+  factory: () => Server,
+  legacy: 'stateless' | 'reject' = 'stateless',
+): Promise<StatelessMcp> {
+  const handler = createMcpHandler(factory, { legacy });
   const node = toNodeHandler(handler);
   const listening = await listenOnLoopback(createServer((req, res) => void node(req, res)));
   return {

@@ -1,7 +1,6 @@
-import { createServer, type Server as HttpServer } from 'node:http';
-import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
-import { toNodeHandler } from '@modelcontextprotocol/node';
+import { ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serveStatelessMcp } from '../servers/stateless-mcp.js';
 import { TASKS_EXTENSION } from '../servers/tasks-upstream.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
 
@@ -45,25 +44,13 @@ async function startRefusingUpstream(): Promise<{ url: string; calls: () => numb
     });
     return server;
   };
-  const handler = createMcpHandler(factory, { legacy: 'reject' });
-  const node = toNodeHandler(handler);
-  const http: HttpServer = createServer((req, res) => {
-    if (req.url?.startsWith('/mcp') !== true) {
-      res.writeHead(404).end();
-      return;
-    }
-    void node(req, res);
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const port = (http.address() as { port: number }).port;
+  const served = await serveStatelessMcp(factory, 'reject');
   return {
-    url: `http://127.0.0.1:${port}/mcp`,
+    url: served.url,
     calls: () => calls,
     close: async () => {
       for (const r of stalled.splice(0)) r();
-      await handler.close();
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
+      await served.close();
     },
   };
 }
