@@ -20,8 +20,9 @@
  * `node:http` server that decodes the body and sends it over NATS to a responder in a process of
  * its own that POSTs it with undici) between the same client and the same upstream. Its goals:
  * at 32 callers the endpoint keeps ≥ 0.8× the relay's throughput; endpoint + proxy CPU per call
- * ≤ 1.5× relay + responder; sequential p50 ≤ the relay's + 0.5 ms. `BENCH_QUICK=1`: the modern
- * rows only.
+ * ≤ 1.5× relay + responder; sequential p50 ≤ the relay's + 0.5 ms, read also from the three
+ * paths' sequential calls interleaved in blocks, which share the box's moment (`BENCH_INTERLEAVED`).
+ * `BENCH_QUICK=1`: the modern rows only.
  */
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
@@ -46,6 +47,13 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
 const CONCURRENT = Number(process.env.BENCH_CONCURRENT ?? 3_000);
 const CALLERS = 32;
+/**
+ * The sequential comparison interleaved: blocks of this many calls, direct, through the relay and
+ * through the endpoint in turn, so the three see the same box (a shared box's load moves within
+ * a minute, and the phases above run one after another). `BENCH_INTERLEAVED=0` leaves it out.
+ */
+const INTERLEAVED = Number(process.env.BENCH_INTERLEAVED ?? 3_000);
+const BLOCK = 100;
 // Enough for the endpoint's and the proxy's V8 to have compiled their hot paths before a phase is measured
 // (bench/proxy.ts found 300 too few: compiler threads were a quarter of the proxy's CPU in the first phases).
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1_500);
@@ -114,6 +122,24 @@ function baselineLines(era: string, viaSeq: Row, viaConc: Row, baseSeq: Row, bas
     `- ${era} against the baseline endpoint (${BASELINE_ROOT}): endpoint CPU per call ${f(endpointMs(viaConc), 3)} vs ${f(endpointMs(baseConc), 3)} ms at ${CALLERS} callers (${f(endpointMs(viaConc) / endpointMs(baseConc))}×), ` +
       `${f(endpointMs(viaSeq), 3)} vs ${f(endpointMs(baseSeq), 3)} sequential (${f(endpointMs(viaSeq) / endpointMs(baseSeq))}×); throughput ${f(viaConc.perSecond / baseConc.perSecond)}×; sequential p50 ${f(viaSeq.p50 - baseSeq.p50, 3)} ms`,
   ];
+}
+
+/** p50 of each path's sequential latencies, the paths' blocks of {@link BLOCK} calls taken in turn. */
+async function interleaved(
+  total: number,
+  paths: Record<string, (i: number) => Promise<unknown>>,
+): Promise<Record<string, number>> {
+  const latencies: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
+  for (let done = 0; done < total; done += BLOCK)
+    for (const [name, op] of Object.entries(paths))
+      for (let i = done; i < Math.min(done + BLOCK, total); i++) {
+        const t = performance.now();
+        await op(i);
+        latencies[name]!.push(performance.now() - t);
+      }
+  return Object.fromEntries(
+    Object.entries(latencies).map(([k, l]) => [k, [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]!]),
+  );
 }
 
 /**
@@ -340,6 +366,14 @@ async function main(): Promise<void> {
         'baseline',
         modernUp.pid,
       ));
+    const mix =
+      INTERLEAVED > 0
+        ? await interleaved(INTERLEAVED, {
+            direct: ops.modernDirect,
+            relay: ops.modernRelay,
+            endpoint: ops.modernVia,
+          })
+        : undefined;
     const legacy = QUICK
       ? undefined
       : {
@@ -425,6 +459,11 @@ async function main(): Promise<void> {
       '',
       'the floor (the bare relay, same client and upstream): goals at 32 callers ≥ 0.8× its throughput; endpoint + proxy CPU per call ≤ 1.5× relay + responder; sequential p50 ≤ its + 0.5 ms',
       ...floorLines('modern', mvs, mvc, mrs, mrc),
+      ...(mix
+        ? [
+            `- modern, sequential interleaved (${INTERLEAVED} calls each, blocks of ${BLOCK} in turn, the same box for the three): p50 direct ${f(mix.direct!, 3)}, relay ${f(mix.relay!, 3)}, endpoint ${f(mix.endpoint!, 3)} ms; endpoint = relay + ${f(mix.endpoint! - mix.relay!, 3)} ms (goal ≤ +0.5: ${mix.endpoint! - mix.relay! <= 0.5 ? 'met' : 'NOT met'}); relay = direct + ${f(mix.relay! - mix.direct!, 3)} ms`,
+          ]
+        : []),
       ...(legacy ? floorLines('legacy', legacy.lvs, legacy.lvc, legacy.lrs, legacy.lrc) : []),
       'against direct: at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
       `- modern: 32 callers ${f(mvc.perSecond / mdc.perSecond)}× direct (${mvc.perSecond / mdc.perSecond >= 0.8 ? 'met' : 'NOT met'}; the relay ${f(mrc.perSecond / mdc.perSecond)}×); sequential p50 +${f(mvs.p50 - mds.p50, 3)} ms (${mvs.p50 - mds.p50 <= 1 ? 'met' : 'NOT met'}; the relay +${f(mrs.p50 - mds.p50, 3)})`,
