@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Agent-scoped bearer tokens of the MCP endpoint (`/v1/agents/<agent>/mcp`). A token is
@@ -15,11 +15,11 @@ export function isAgentTokenShape(value: string): boolean {
 
 /**
  * The stored form of an agent token: hex SHA-256 of its UTF-8 bytes. Computed on every request to
- * the endpoint, so with node:crypto (about 8 µs a token here against 31 µs for the pure sha256 of
- * @mcpx/domain; the same digest).
+ * the endpoint, so with node:crypto's one-shot `hash` (0.5 µs a token in a loop here, against 2.0 µs
+ * for a `createHash` object and 31 µs for the pure sha256 of @mcpx/domain; the same digest).
  */
 export function agentTokenHash(token: string): string {
-  return createHash('sha256').update(token, 'utf8').digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 /**
