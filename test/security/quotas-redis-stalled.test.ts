@@ -8,10 +8,13 @@
  * the limits admitted on a timeout and the garbage envelope reached the parser: `invalid_input`).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUTHORIZE_PATH, TOKEN_PATH } from '@mcpx/contracts';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { openEventStream, type OpenedEventStream } from '../support/fixtures/event-streams.js';
 import { RegistryHarness } from '../support/registry-harness.js';
+import { InProcessSystem } from '../support/system.js';
 import { startFaultyFront, type FaultyFront } from '../ops/support/faulty-front.js';
 
 const PER_ADDRESS = 2;
@@ -80,6 +83,57 @@ describe('quotas against a Redis that stops answering: refused, never admitted u
         body: await action.json(),
         retryAfter: action.headers.get('retry-after'),
       });
+    } finally {
+      front.mode = 'pass';
+      front.cut();
+    }
+  });
+});
+
+/**
+ * The authorization server's per-address limits on sign-ins and token requests, the same way: a
+ * request whose limit Redis cannot count is refused 503 with Retry-After (before, it was let
+ * through uncounted after the command's timeout: a token guess answered `invalid_grant`).
+ */
+describe('sign-in and token limits against a Redis that stops answering', () => {
+  let front: FaultyFront;
+  let telemetry: Telemetry;
+  let system: InProcessSystem;
+
+  beforeAll(async () => {
+    const redis = new URL(serviceUrls().redis);
+    front = await startFaultyFront({ host: redis.hostname, port: Number(redis.port || 6379) });
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-quotas-redis-stalled' });
+    system = await InProcessSystem.start({
+      telemetry,
+      logSink: () => {},
+      authorizationServer: true,
+      env: { REDIS_URL: `redis://127.0.0.1:${front.port}` },
+    });
+  });
+  afterAll(async () => {
+    if (front !== undefined) front.mode = 'pass';
+    front?.cut();
+    await system?.stop();
+    await telemetry?.shutdown();
+    await front?.close();
+  });
+
+  it('a token request and a sign-in are refused 503 with Retry-After, not let through uncounted', async () => {
+    front.mode = 'blackhole';
+    try {
+      const token = await fetch(`${system.authUrl}${TOKEN_PATH}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'grant_type=authorization_code&code=guess&code_verifier=x&client_id=c&redirect_uri=http://127.0.0.1:9/cb',
+      });
+      expect(token.status).toBe(503);
+      expect(await token.json()).toMatchObject({ error: 'temporarily_unavailable' });
+      expect(Number(token.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      const signIn = await fetch(`${system.authUrl}${AUTHORIZE_PATH}?response_type=code`, { redirect: 'manual' });
+      expect(signIn.status).toBe(503);
+      expect(Number(signIn.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      await signIn.arrayBuffer();
     } finally {
       front.mode = 'pass';
       front.cut();
