@@ -150,7 +150,10 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
  * instance, so an account sending its servers to N instances held N times its share). Two
  * instances on one database and one Redis; an account sets servers that never answer through
  * both: only its quota of discoveries reaches the server at once, the rest wait, and each
- * finishes once the server gives up.
+ * finishes once the server gives up. (It flaked under load: a lease command whose reply a stalled
+ * test process read after the 2 s command timeout admitted the discovery, and a third reached the
+ * server. A lease Redis does not answer is now asked again and never admits: see
+ * discovery-leases.ts and libs/shared-state's quotas test with replies dropped.)
  */
 describe('quotas: discoveries in flight per account, across instances', () => {
   const MAX = 2;
