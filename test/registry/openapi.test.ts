@@ -138,7 +138,7 @@ describe('the action API as OpenAPI 3.1, served at GET /v1/openapi.json', () => 
   it('the live registry knows each documented action and refuses an undocumented one', async () => {
     const doc = (await (await fetch(`${h.apiUrl}/v1/openapi.json`)).json()) as Doc;
     const unknown = (e: unknown): boolean =>
-      e instanceof WireError && e.code === 'invalid_input' && /unknown action/.test(e.message);
+      e instanceof WireError && e.code === 'invalid_input' && e.details.field === 'action.type';
     for (const type of Object.keys(doc['x-mcpx-actions'])) {
       // An empty request: refused for its fields (or answered), never as an unknown action.
       const outcome = await api.act(type, {}).then(

@@ -43,6 +43,17 @@ async function startHangingServer(): Promise<{
 }
 
 /**
+ * What a failed count names: the held requests and the leases' warnings (a lease Redis did not
+ * answer is asked again a few times, then the discovery fails `unavailable`; it never admits).
+ */
+function heldAndWarnings(hang: { heldRequests: () => string[] }, h: RegistryHarness): string {
+  return JSON.stringify({
+    held: hang.heldRequests(),
+    warnings: h.logs.filter((l) => l.includes('leases unavailable')).slice(0, 3),
+  });
+}
+
+/**
  * Discoveries as an attack on a registry instance's shared slots: one account sets many servers
  * that never answer. Only its own quota of discoveries runs at once, so another account's
  * discovery on the same instance completes while the attacker's are still held. Re-probing of a
@@ -79,10 +90,10 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
       );
       // Only the account's quota reaches the server; the rest wait behind it, holding no slot.
       await new Promise((r) => setTimeout(r, 300));
-      expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
+      expect(hang.held(), heldAndWarnings(hang, h)).toBe(QUOTAS.discoveriesPerAccount);
       const { server } = await victim.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } });
       expect(server.status.state, JSON.stringify(server.status)).toBe('ok');
-      expect(hang.held()).toBe(QUOTAS.discoveriesPerAccount);
+      expect(hang.held(), heldAndWarnings(hang, h)).toBe(QUOTAS.discoveriesPerAccount);
     } finally {
       await hang.release();
     }
@@ -139,7 +150,10 @@ describe('quotas: discoveries in flight per account, re-probe stop', () => {
  * instance, so an account sending its servers to N instances held N times its share). Two
  * instances on one database and one Redis; an account sets servers that never answer through
  * both: only its quota of discoveries reaches the server at once, the rest wait, and each
- * finishes once the server gives up.
+ * finishes once the server gives up. (It flaked under load: a lease command whose reply a stalled
+ * test process read after the 2 s command timeout admitted the discovery, and a third reached the
+ * server. A lease Redis does not answer is now asked again and never admits: see
+ * discovery-leases.ts and libs/shared-state's quotas test with replies dropped.)
  */
 describe('quotas: discoveries in flight per account, across instances', () => {
   const MAX = 2;
@@ -172,12 +186,7 @@ describe('quotas: discoveries in flight per account, across instances', () => {
       await eventually(async () => (hang.held() >= MAX ? true : undefined), 15_000, 'the discoveries in flight');
       // Time for the waiting ones on either instance to have reached the server, were they not held back.
       await new Promise((r) => setTimeout(r, 600));
-      // A failure names the held requests and the leases' warnings (Redis unavailable: the quota admits).
-      const why = (): string =>
-        JSON.stringify({
-          held: hang.heldRequests(),
-          warnings: h.logs.filter((l) => l.includes('leases unavailable')).slice(0, 3),
-        });
+      const why = (): string => heldAndWarnings(hang, h);
       expect(hang.held(), why()).toBe(MAX);
       // Another account is not held by this one's leases, on either instance.
       const fine = (await other.act('SetMcpServer', { name: 'fine', config: { url: upstream.url } })).server;

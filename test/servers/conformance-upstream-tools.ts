@@ -7,6 +7,8 @@ import {
   type InputRequiredResult,
   type McpServer,
   type ServerContext,
+  SdkError,
+  SdkErrorCode,
 } from '@modelcontextprotocol/server';
 import * as z from 'zod/v4';
 
@@ -202,7 +204,7 @@ export function registerTriggerTools(server: McpServer, notify: ChangeNotifier):
  * 2026-07-28 to this fixture while the endpoint's client may speak 2025).
  */
 const cannotPush = (err: unknown): boolean =>
-  err instanceof Error && err.message.includes('not available on protocol revision 2026-07-28');
+  err instanceof SdkError && err.code === SdkErrorCode.MethodNotSupportedByProtocolVersion;
 
 async function elicited(
   ctx: ServerContext,

@@ -2,6 +2,9 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { createDb, migrate } from '@mcpx/db';
 
+/** Postgres's SQLSTATE for an object in use (a template database another session reads). */
+const OBJECT_IN_USE = '55006';
+
 /** Names of the migrated template databases; the global setup makes one per test run. */
 export const TEMPLATE_PREFIX = 'mcpx_tpl_';
 
@@ -51,13 +54,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       return;
     }
     // Clones of one template may not run at the same instant ("source database is being
-    // accessed by other users"): retry briefly.
+    // accessed by other users", SQLSTATE 55006 object_in_use): retry briefly.
     for (let attempt = 0; ; attempt++) {
       try {
         await admin.query(`CREATE DATABASE "${name}" TEMPLATE "${templateDb()}"`);
         return;
       } catch (err) {
-        if (attempt >= 20 || !/being accessed by other users/.test((err as Error).message)) throw err;
+        if (attempt >= 20 || (err as { code?: unknown }).code !== OBJECT_IN_USE) throw err;
         await new Promise((r) => setTimeout(r, 50 + Math.random() * 150));
       }
     }

@@ -125,11 +125,12 @@ export function sendRepeated(
 
 /** The error a promise rejects with (fails the test if it resolves). */
 export async function rejection(promise: Promise<unknown>): Promise<Error> {
+  const resolved = new Error('expected a rejection');
   const err = await promise.then(
-    () => new Error('expected a rejection'),
+    () => resolved,
     (e: unknown) => e,
   );
-  if (!(err instanceof Error) || err.message === 'expected a rejection') throw err;
+  if (!(err instanceof Error) || err === resolved) throw err;
   return err;
 }
 

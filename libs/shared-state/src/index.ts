@@ -21,7 +21,7 @@ export type {
   DecideOutcome,
 } from './approval-store.js';
 export { RateLimiter } from './rate-limiter.js';
-export type { RateDecision, RateLimit } from './rate-limiter.js';
+export type { RateDecision, RateLimit, RateLimiterOptions, WhenRedisFails } from './rate-limiter.js';
 export { LeaseQuota } from './quotas.js';
 export type { LeaseQuotaOptions, QuotaDecision, QuotaLease } from './quotas.js';
 export { DEFAULT_INPUT_TTL_MS, InputStore, newInputRequestId, PendingInputsFullError } from './input-store.js';

@@ -30,8 +30,7 @@ export interface QuotaLease {
   release(): void;
 }
 
-export type QuotaDecision =
-  { ok: true; lease: QuotaLease; degraded?: true } | { ok: false; held: number; retryAfterMs: number };
+export type QuotaDecision = { ok: true; lease: QuotaLease } | { ok: false; held: number; retryAfterMs: number };
 
 type LeaseRedis = Redis & {
   mcpxQuotaAcquire(key: string, max: number, id: string, ttlMs: number): Promise<[number, number]>;
@@ -41,7 +40,10 @@ type LeaseRedis = Redis & {
 export interface LeaseQuotaOptions {
   /** A lease's expiry in Redis, renewed every third of it while held: a process that dies frees its leases within this. Default 30 s. */
   ttlMs?: number;
-  /** Called when Redis fails: the quota then admits (it protects the service, it must not take it down). */
+  /**
+   * Called when Redis fails. An acquire that Redis did not answer is refused (it throws), never
+   * admitted: a quota that admits when it cannot count is one an attacker widens by slowing Redis.
+   */
   onError?: (err: Error) => void;
 }
 
@@ -52,11 +54,21 @@ const NOOP_LEASE: QuotaLease = { release: () => {} };
  * account), held across every instance through Redis: each holder has a lease in the scope's
  * sorted set, renewed while held and released when done; a crashed holder's lease expires within
  * `ttlMs`. Keys are `<prefix>quota:<kind>:{<scope>}`.
+ *
+ * Fails closed: an acquire whose command fails throws that error, typed (a
+ * `RedisUnavailableError` for no answer, the `OOM` reply of a full Redis: `isRedisUnavailable`
+ * tells both; any other reply error is a fault), and takes nothing. A command that timed out may
+ * still have run: its lease is removed, at once or before this instance's next acquire.
  */
 export class LeaseQuota {
   private readonly redis: LeaseRedis;
   private readonly ttlMs: number;
   private readonly held = new Map<string, { key: string; id: string }>();
+  /**
+   * Leases whose acquire got no answer (it may have run), not removed yet; each only until its
+   * ttl would have ended it anyway, so an outage does not grow this.
+   */
+  private readonly lost = new Map<string, { key: string; id: string; until: number }>();
   private timer: NodeJS.Timeout | undefined;
   private readonly owner = randomBytes(6).toString('hex');
   private seq = 0;
@@ -73,17 +85,24 @@ export class LeaseQuota {
     this.ttlMs = opts.ttlMs ?? 30_000;
   }
 
-  /** Takes one of `max` leases of `kind` for `scope` (0 = no cap), or says how many are held and when one may free. */
+  /**
+   * Takes one of `max` leases of `kind` for `scope` (0 = no cap), or says how many are held and
+   * when one may free; throws, taking nothing, when Redis does not answer (see the class).
+   */
   async acquire(kind: string, scope: string, max: number): Promise<QuotaDecision> {
     if (!(max > 0)) return { ok: true, lease: NOOP_LEASE };
     const key = `${this.prefix}quota:${kind}:{${scope}}`;
     const id = `${this.owner}:${this.seq++}`;
+    // Sent first on the same connection, so the removals run before this acquire counts.
+    if (this.lost.size > 0) this.removeLost();
     let reply: [number, number];
     try {
       reply = await this.redis.mcpxQuotaAcquire(key, Math.floor(max), id, this.ttlMs);
     } catch (err) {
       this.opts.onError?.(err as Error);
-      return { ok: true, lease: NOOP_LEASE, degraded: true };
+      this.lost.set(`${key} ${id}`, { key, id, until: Date.now() + this.ttlMs });
+      this.removeLost();
+      throw err;
     }
     if (reply[0] !== 1) return { ok: false, held: Math.floor(max), retryAfterMs: Number(reply[1]) };
     const handle = `${key} ${id}`;
@@ -113,6 +132,16 @@ export class LeaseQuota {
     const t = await this.redis.time();
     const now = Number(t[0]) * 1000 + Math.floor(Number(t[1]) / 1000);
     return this.redis.zcount(key, `(${now}`, '+inf');
+  }
+
+  /** Removes the leases of acquires that got no answer; one that fails again is tried on the next acquire. */
+  private removeLost(): void {
+    const now = Date.now();
+    for (const [handle, lease] of this.lost) {
+      this.lost.delete(handle);
+      if (lease.until <= now) continue;
+      this.redis.zrem(lease.key, lease.id).catch(() => this.lost.set(handle, lease));
+    }
   }
 
   private renewAll(): void {

@@ -29,14 +29,34 @@ export interface RateLimit {
 
 export type RateDecision = { ok: true; degraded?: true } | { ok: false; retryAfterMs: number };
 
+/**
+ * What a {@link RateLimiter} does when Redis fails its command: `refuse` throws the error (typed:
+ * `isRedisUnavailable` tells an outage, no answer or a full Redis, from a fault), so the request
+ * is refused; `admit` lets it through as `{ok: true, degraded: true}`. A limit that admits when it
+ * cannot count is one an attacker widens by slowing Redis: `admit` is for a limit whose reason to
+ * fail open is documented where it is made.
+ */
+export type WhenRedisFails = 'refuse' | 'admit';
+
+export interface RateLimiterOptions {
+  /** Called when Redis fails the command (either way). */
+  onError?: (err: Error) => void;
+  /**
+   * Default `admit`, the choice of the agent endpoint's failed-token limit (its reason is on
+   * `TokenFailures`: the tokens are 256-bit random, the limit protects the token table); every
+   * other limit says `refuse`.
+   */
+  whenRedisFails?: WhenRedisFails;
+}
+
 type BucketRedis = Redis & { mcpxTakeToken(key: string, rate: number, burst: number): Promise<[number, number]> };
 
 const ADMITTED: RateDecision = { ok: true };
 
 /**
  * Rate limits shared by every instance through Redis (e.g. actions per signer, requests per
- * client address). Keys are `<prefix>rate:<kind>:{<key>}`. A Redis failure admits (reported to
- * `onError`): a limit protects the service, it must not take it down.
+ * client address). Keys are `<prefix>rate:<kind>:{<key>}`. A Redis failure is reported to
+ * `onError` and then refused or admitted, as `whenRedisFails` says.
  */
 export class RateLimiter {
   private readonly redis: BucketRedis;
@@ -44,7 +64,7 @@ export class RateLimiter {
   constructor(
     redis: Redis,
     private readonly prefix: string,
-    private readonly opts: { onError?: (err: Error) => void } = {},
+    private readonly opts: RateLimiterOptions = {},
   ) {
     this.redis = withCommands<BucketRedis>(redis, { mcpxTakeToken: { keys: 1, lua: TAKE } });
   }
@@ -62,6 +82,7 @@ export class RateLimiter {
       return ok === 1 ? ADMITTED : { ok: false, retryAfterMs: Math.max(1, Number(retryAfterMs)) };
     } catch (err) {
       this.opts.onError?.(err as Error);
+      if (this.opts.whenRedisFails === 'refuse') throw err;
       return { ok: true, degraded: true };
     }
   }

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
 
@@ -44,4 +45,54 @@ export async function keysUnder(redis: Redis, prefix: string): Promise<Record<st
     }
   } while (cursor !== '0');
   return out;
+}
+
+/**
+ * A TCP relay on loopback in front of the real Redis that the test makes stop answering:
+ * `stall('requests')` drops every command on its way (nothing runs), `stall('replies')` lets the
+ * commands run and drops their replies (a command that ran but whose answer was lost).
+ * `resume()` resets the open connections (the client's queue of unanswered commands is failed
+ * and it reconnects, as after a network that came back) and relays again.
+ */
+export interface StallingRedis {
+  url: string;
+  stall(what: 'requests' | 'replies'): void;
+  resume(): void;
+  close(): Promise<void>;
+}
+
+export async function startStallingRedis(): Promise<StallingRedis> {
+  const target = new URL(redisUrl);
+  const open = new Set<Socket>();
+  let stalled: 'requests' | 'replies' | undefined;
+  const server: Server = createServer((client) => {
+    const upstream = connect({ host: target.hostname, port: Number(target.port || 6379) });
+    for (const s of [client, upstream]) {
+      open.add(s);
+      s.on('close', () => open.delete(s));
+      s.on('error', () => undefined);
+    }
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+    client.on('data', (d) => {
+      if (stalled !== 'requests') upstream.write(d);
+    });
+    upstream.on('data', (d) => {
+      if (stalled === undefined) client.write(d);
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stall: (what) => void (stalled = what),
+    resume: () => {
+      for (const s of open) s.destroy();
+      stalled = undefined;
+    },
+    close: async () => {
+      for (const s of open) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
 }

@@ -102,7 +102,11 @@ export async function startAuthorizationServer(
     tracer: telemetry.tracer,
     meter: telemetry.meter,
     rates: {
-      limiter: new RateLimiter(redis, settings.redisPrefix),
+      // Fails closed: a sign-in or token request whose address's limit Redis cannot count is refused (503).
+      limiter: new RateLimiter(redis, settings.redisPrefix, {
+        whenRedisFails: 'refuse',
+        onError: limitWarning(log),
+      }),
       clientAddress: (req) => trustedProxies.clientAddress(req),
     },
     bounds: settings.quotas,
@@ -130,5 +134,15 @@ export async function startAuthorizationServer(
       await outboundFetch.close();
       if (opts.telemetry === undefined) await telemetry.shutdown();
     },
+  };
+}
+
+/** Says a limit's Redis failure at most every 10 s, not per request. */
+function limitWarning(log: Logger): (err: Error) => void {
+  let last = 0;
+  return (err) => {
+    if (Date.now() - last < 10_000) return;
+    last = Date.now();
+    log.warn('sign-in rate limits unavailable, refusing', { err });
   };
 }

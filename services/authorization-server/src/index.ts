@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AS_METADATA_PATH, AUTHORIZE_PATH, CONTINUE_PATH, REVOKE_PATH, TOKEN_PATH } from '@mcpx/contracts';
 import type { Db } from '@mcpx/db';
-import type { RateLimit, RateLimiter } from '@mcpx/shared-state';
+import { isRedisUnavailable, REDIS_RETRY_AFTER_MS, type RateLimit, type RateLimiter } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { SpanKind, clientTraceOrigin, withSpan, type Counter, type Meter, type Tracer } from '@mcpx/telemetry';
 import { authorize, continueSignIn, type SignInFlowDeps } from './authorize.js';
@@ -175,7 +175,11 @@ function runStep(
     });
 }
 
-/** Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. */
+/**
+ * Over its address's limit: answered 429 with Retry-After (the outcome), else undefined. A limit
+ * Redis cannot count refuses (the limiter says `refuse`): 503 with Retry-After, outcome
+ * `unavailable`; admitting would let whoever can slow Redis guess codes and tokens unlimited.
+ */
 async function rateLimited(
   deps: Pick<AuthorizationServerDeps, 'rates'>,
   name: 'authorize' | 'token',
@@ -183,11 +187,18 @@ async function rateLimited(
   res: ServerResponse,
 ): Promise<string | undefined> {
   if (deps.rates === undefined) return undefined;
-  const decision = await deps.rates.limiter.take(
-    `oauth-${name}`,
-    deps.rates.clientAddress(req),
-    name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS,
-  );
+  let decision: Awaited<ReturnType<RateLimiter['take']>>;
+  try {
+    decision = await deps.rates.limiter.take(
+      `oauth-${name}`,
+      deps.rates.clientAddress(req),
+      name === 'authorize' ? AUTHORIZE_PER_ADDRESS : TOKEN_PER_ADDRESS,
+    );
+  } catch (err) {
+    if (!isRedisUnavailable(err)) throw err;
+    limitUnavailable(name, res);
+    return 'unavailable';
+  }
   if (decision.ok) return undefined;
   // Answered unread: the inbound guard closes the connection after the answer.
   const retry = { 'retry-after': String(Math.max(1, Math.ceil(decision.retryAfterMs / 1000))) };
@@ -210,6 +221,26 @@ async function rateLimited(
       retry,
     );
   return 'rate_limited';
+}
+
+/** A step refused because its address's limit cannot be counted (Redis out of reach or full). */
+function limitUnavailable(name: 'authorize' | 'token', res: ServerResponse): void {
+  const retry = { 'retry-after': String(Math.ceil(REDIS_RETRY_AFTER_MS / 1000)) };
+  if (name === 'token')
+    sendJson(
+      res,
+      503,
+      { error: 'temporarily_unavailable', error_description: 'the authorization server could not answer; retry' },
+      { 'cache-control': 'no-store', ...OPEN_CORS, ...retry },
+    );
+  else
+    signInPage(
+      res,
+      503,
+      'Sign-in unavailable',
+      'The authorization server could not handle this sign-in right now. Try again in a moment.',
+      retry,
+    );
 }
 
 /** A browser's CORS preflight of an open endpoint. */

@@ -146,12 +146,13 @@ export function discoveryFloor(
   let leaseWarned = 0;
   const reprobeBase = d.opts.reprobe?.baseMs !== undefined ? { reprobeBaseMs: d.opts.reprobe.baseMs } : {};
   const discovery = new Discovery({
-    // An account's discoveries in flight are bounded across instances (Redis leases).
+    // An account's discoveries in flight are bounded across instances (Redis leases; no answer
+    // from Redis: the discovery is refused, never run uncounted).
     accountLeases: new LeaseQuota(d.redis, d.config.redisPrefix, {
       onError: (err) => {
         if (Date.now() - leaseWarned < 10_000) return;
         leaseWarned = Date.now();
-        d.log.warn('discovery leases unavailable, admitting', { err });
+        d.log.warn('discovery leases unavailable, refusing', { err });
       },
     }),
     oauthFreshen: (s, held) => creds.oauth.freshen(s, held),

@@ -4,6 +4,7 @@
  * redis-server of the test's own with a tiny maxmemory, filled up, the real services (registry,
  * projector, proxy in this process; NATS and Postgres; real MCP servers) answer:
  * - a signed action: `unavailable` (dependency redis, retryable; its nonce could not be kept);
+ * - an event stream: `unavailable` at its first limit (the quotas fail closed: counting is a write);
  * - a call that stops for a human or a person (an approval, an input request to record):
  *   `unavailable`, the server not called, nothing recorded; never `internal`;
  * and once memory is freed everything works again, with nothing held before lost: the approval
@@ -12,11 +13,13 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApprovalView, WireError } from '@mcpx/contracts';
+import { replyCode } from '@mcpx/shared-state';
 import type { TestMcpServer } from '../../servers/index.js';
 import { startInputMcpServer, type InputMcpServer } from '../../servers/input-mcp-server.js';
 import type { ProxySystem } from '../../support/proxy-system.js';
 import { startApprovalSystem, stoppedCall } from '../../approvals/approval-tools.js';
 import { INPUT_TOOLS, failure } from '../../inputs/input-system.js';
+import { openEventStream } from '../../support/fixtures/event-streams.js';
 import { available, PrivateRedis } from '../support/infra.js';
 
 const have = available();
@@ -34,7 +37,7 @@ async function fill(redis: Redis): Promise<number> {
     try {
       await redis.set(`filler:${i}`, chunk);
     } catch (err) {
-      if (!(err as Error).message.startsWith('OOM ')) throw err;
+      if (replyCode(err) !== 'OOM') throw err;
       const used = Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1]);
       await redis.config('SET', 'maxmemory', String(used - 256 * 1024));
       return i;
@@ -81,6 +84,13 @@ describe.skipIf(!have.redis)('a full Redis (maxmemory, noeviction)', () => {
 
     // A signed action: its nonce cannot be kept, so it does not run.
     expectRedisUnavailable(await failure(system.api.act('ListApprovals')));
+    // An event stream: its address's rate and stream quota cannot be counted (each is a write), so
+    // it is refused at the first, typed (it used to pass both uncounted and answer `internal`).
+    const stream = await openEventStream(system.api.apiUrl, system.api);
+    stream.close();
+    expect(stream.status, JSON.stringify(stream.body)).toBe(503);
+    expect(stream.body.error).toMatchObject({ code: 'unavailable', details: { dependency: 'redis' } });
+    expect(JSON.stringify(stream.body)).not.toMatch(/OOM|maxmemory|redis:\/\//);
     // A call that stops for a human: its approval cannot be recorded; the server is not called.
     const calls = upstream.stats.calls;
     expectRedisUnavailable(await system.callError('agent', 'during', 'db__drop_table', { table: 'new' }));

@@ -50,6 +50,16 @@ function complete(result: McpCallResult): CallToolResult {
   return result;
 }
 
+/** The first system error code (`ECONNREFUSED`, …) along `err`'s causes (an aggregate's first error included). */
+function causeCode(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 8; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return code;
+    e = e instanceof AggregateError && e.errors.length > 0 ? e.errors[0] : e.cause;
+  }
+  return undefined;
+}
+
 function text(result: McpCallResult): string {
   return complete(result)
     .content.map((c) => ((c as { type: string }).type === 'text' ? (c as { text: string }).text : ''))
@@ -352,7 +362,7 @@ describe.each([404, 400] as const)('upstream restart, lost sessions answered %i'
     // The first calls may reuse a kept-alive socket the server just closed ("other side closed").
     let down: unknown;
     await waitFor(
-      () => down instanceof Error && down.message.includes('ECONNREFUSED'),
+      () => causeCode(down) === 'ECONNREFUSED',
       5_000,
       () => {
         c.callTool({ name: 'echo', arguments: { text: '2' } }).then(

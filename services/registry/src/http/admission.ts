@@ -6,6 +6,7 @@ import { TrustedProxies } from '@mcpx/config/trusted-proxies';
 import { LeaseQuota, RateLimiter } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import { AccountQuotas, QuotaKinds, quotaExceeded, rateLimited } from '../shared/quotas.js';
+import { dependencyUnavailable } from './dependency-errors.js';
 
 /** No proxy is trusted: the client's address is the socket's peer. */
 const NO_TRUSTED_PROXIES = new TrustedProxies([]);
@@ -27,7 +28,9 @@ export interface AdmissionDeps {
 /**
  * The HTTP face's rate limits and stream quotas (Redis buckets and leases shared by every
  * instance), each refusal typed (`rate_limited`, `quota_exceeded`) and counted by kind. A limit
- * that cannot reach Redis admits, and says so now and then.
+ * that cannot reach Redis refuses (fails closed): `unavailable` (dependency `redis`, retryable),
+ * said in the log now and then. Admitting instead would let whoever can slow Redis past every
+ * limit here; the request needs Redis anyway (its nonce).
  */
 export class Admission {
   readonly limits: QuotaSettings;
@@ -45,18 +48,20 @@ export class Admission {
     this.quotas = new AccountQuotas(this.limits, deps.meter);
     this.proxies = deps.trustedProxies ?? NO_TRUSTED_PROXIES;
     const limitError = (err: Error): void => {
-      // A limit that cannot reach Redis admits; say so now and then, not per request.
+      // Said now and then, not per request.
       if (Date.now() - this.lastLimitWarning < 10_000) return;
       this.lastLimitWarning = Date.now();
-      deps.log.warn('rate limits and stream quotas unavailable, admitting', { err });
+      deps.log.warn('rate limits and stream quotas unavailable, refusing', { err });
     };
-    this.rates = new RateLimiter(deps.redis, deps.redisPrefix, { onError: limitError });
+    this.rates = new RateLimiter(deps.redis, deps.redisPrefix, { onError: limitError, whenRedisFails: 'refuse' });
     this.streams = new LeaseQuota(deps.redis, deps.redisPrefix, { onError: limitError });
   }
 
   /** Refuses a client address over its rate before anything costly (decoding, signature, Redis nonce). */
   async address(req: IncomingMessage): Promise<void> {
-    const decision = await this.rates.take('address', this.proxies.clientAddress(req), this.limits.actionsPerAddress);
+    const decision = await typed(
+      this.rates.take('address', this.proxies.clientAddress(req), this.limits.actionsPerAddress),
+    );
     if (decision.ok) return;
     this.quotas.rejected(QuotaKinds.actionsPerAddress);
     throw rateLimited(
@@ -68,7 +73,7 @@ export class Admission {
 
   /** Refuses a signer over its rate, once its signature is known good (a forger cannot drain another's bucket). */
   async signer(signer: string): Promise<void> {
-    const decision = await this.rates.take('signer', signer, this.limits.actionsPerSigner);
+    const decision = await typed(this.rates.take('signer', signer, this.limits.actionsPerSigner));
     if (decision.ok) return;
     this.quotas.rejected(QuotaKinds.actionsPerSigner);
     throw rateLimited(
@@ -101,12 +106,12 @@ export class Admission {
       freed = true;
     };
     const max = this.limits.eventStreamsPerAddress;
-    const decision = await this.streams
-      .acquire('event-streams-address', this.proxies.clientAddress(req), max)
-      .catch((err: unknown) => {
-        free();
-        throw err;
-      });
+    const decision = await typed(
+      this.streams.acquire('event-streams-address', this.proxies.clientAddress(req), max),
+    ).catch((err: unknown) => {
+      free();
+      throw err;
+    });
     if (!decision.ok) {
       free();
       this.quotas.rejected(QuotaKinds.eventStreamsPerAddress);
@@ -126,7 +131,7 @@ export class Admission {
   /** Holds one of the account's event-stream slots while its stream is open. */
   async stream(account: string): Promise<() => void> {
     const max = this.limits.eventStreamsPerAccount;
-    const decision = await this.streams.acquire('event-streams', account, max);
+    const decision = await typed(this.streams.acquire('event-streams', account, max));
     if (decision.ok) return () => decision.lease.release();
     this.quotas.rejected(QuotaKinds.eventStreams);
     throw quotaExceeded(
@@ -136,5 +141,14 @@ export class Admission {
       `the account holds its ${max} open event streams; close one first`,
       decision.retryAfterMs,
     );
+  }
+}
+
+/** A limit's Redis outage as the typed `unavailable` (the event stream answers wire errors only); a fault stays as it is. */
+async function typed<T>(decision: Promise<T>): Promise<T> {
+  try {
+    return await decision;
+  } catch (err) {
+    throw dependencyUnavailable(err) ?? err;
   }
 }
