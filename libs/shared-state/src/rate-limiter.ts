@@ -42,9 +42,8 @@ export interface RateLimiterOptions {
   /** Called when Redis fails the command (either way). */
   onError?: (err: Error) => void;
   /**
-   * Default `admit`, the choice of the agent endpoint's failed-token limit (its reason is on
-   * `TokenFailures`: the tokens are 256-bit random, the limit protects the token table); every
-   * other limit says `refuse`.
+   * Default `refuse`. The agent endpoint's failed-token limit says `admit` (its reason is on
+   * `TokenFailures`: the tokens are 256-bit random, the limit protects the token table).
    */
   whenRedisFails?: WhenRedisFails;
 }
@@ -82,7 +81,7 @@ export class RateLimiter {
       return ok === 1 ? ADMITTED : { ok: false, retryAfterMs: Math.max(1, Number(retryAfterMs)) };
     } catch (err) {
       this.opts.onError?.(err as Error);
-      if (this.opts.whenRedisFails === 'refuse') throw err;
+      if (this.opts.whenRedisFails !== 'admit') throw err;
       return { ok: true, degraded: true };
     }
   }

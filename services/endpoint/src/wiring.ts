@@ -71,6 +71,8 @@ export function tokenFailures(redis: Redis, config: EndpointConfig, log: Logger)
       lastWarning = Date.now();
       log.warn('failed-token limit unavailable, admitting', { err });
     },
+    // Its reason to admit is on TokenFailures: the tokens are 256-bit random, the limit guards the token table.
+    whenRedisFails: 'admit',
   });
   return new TokenFailures(limiter, config.tokenFailuresPerAddress);
 }
