@@ -2,22 +2,33 @@ import { relative } from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
- * The files that took longest in a whole run (2 workers on a loaded 2-core box, 2026-12-06: the
- * seconds of each are in BENCHMARKS.md, "The test suite"), longest first. They start first, in
+ * The files that took longest in a whole run (2 workers on a loaded 2-core box, 2026-12-06; each
+ * file's seconds from the end of the one before it in its worker, set-up included; BENCHMARKS.md,
+ * "The test suite"), longest first. They start first, in
  * this order, so that none is left to run alone at the end: a fresh clone has no timings for
  * vitest to sort by, and its fallback, larger files first, started the two-minute soak among the
  * first and the longest file of all (the static checks) only fourth. A file missing here (renamed,
  * removed) is simply not there; a new long one belongs in the list.
  */
 export const LONGEST: ReadonlyArray<string> = [
-  'test/static/static-checks.test.ts',
-  'test/ops/faults/registry-killed.test.ts',
-  'test/conformance/conformance.test.ts',
-  'test/ops/faults/upstream.test.ts',
-  'test/endpoint/endpoint-oauth.test.ts',
-  'test/tasks/tasks-cli.test.ts',
-  'test/ops/faults/infrastructure.test.ts',
-  'test/conformance/server-conformance.test.ts',
+  'test/static/static-checks.test.ts', // 203 s
+  'test/ops/faults/registry-killed.test.ts', // 91–165 s
+  'test/endpoint/endpoint-inspector.test.ts', // 102 s
+  'test/conformance/conformance.test.ts', // 91 s
+  'test/security/nats-start.test.ts', // 86 s
+  'test/console/console-browser.test.ts', // 66 s
+  'test/endpoint/endpoint-tasks-conformance.test.ts', // 56 s
+  'test/pins/pins.test.ts', // 51 s
+  'test/tasks/tasks-cli.test.ts', // 50 s
+  'test/inputs/inputs-cli.test.ts', // 49 s
+  'test/ops/faults/infrastructure.test.ts', // 48 s
+  'test/endpoint/endpoint-e2e.test.ts', // 47 s
+  'test/conformance/server-conformance.test.ts', // 47 s
+  'test/endpoint/endpoint-oauth.test.ts', // 45 s
+  'test/e2e/walking-skeleton.test.ts', // 45 s
+  'test/tasks/tasks.test.ts', // 43 s
+  'test/registry/secrets.test.ts', // 42 s
+  'test/ops/faults/upstream.test.ts', // 42 s
 ];
 
 /**
