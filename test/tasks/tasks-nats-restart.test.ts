@@ -64,6 +64,18 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
     await nats?.stop();
   });
 
+  /** Until the task has completed in its row (the proxy polls on while NATS is down). */
+  const endedInItsRow = (id: string): Promise<true> =>
+    eventually(
+      async () =>
+        (await db.query<{ state: string }>('SELECT state FROM proxy.tasks WHERE id = $1', [id])).rows[0]?.state ===
+        'completed'
+          ? true
+          : undefined,
+      60_000,
+      'the task ended in its row while NATS was down',
+    );
+
   it('the task ends while NATS is down; after the restart the runtime hears of it once and takes the result', async () => {
     const tasks = new TaskClient(runtime.nc, makeSubjects(prefix));
     const out = await runtime.client.call({
@@ -78,8 +90,8 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
     const id = out.result.task!.id;
     const events: TaskEvent[] = [];
     const waiting = tasks.waitTask(api.principal, id, { timeoutMs: 120_000, onStatus: (e) => events.push(e) });
-    // Down for longer than the task has left: it completes upstream, and in its row, meanwhile.
-    await nats.restart(8_000);
+    // Down until the task has completed upstream and in its row.
+    await nats.restart(0, async () => void (await endedInItsRow(id)));
     const ended = await waiting;
     expect(ended.state).toBe('completed');
     expect(events.filter((e) => e.state === 'completed').length).toBeLessThanOrEqual(1);
@@ -114,15 +126,7 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
     try {
       await nats.restart(0, async () => {
         // The task ends upstream and in its row while NATS is down: the proxy's end event is lost.
-        await eventually(
-          async () =>
-            (await db.query<{ state: string }>('SELECT state FROM proxy.tasks WHERE id = $1', [id])).rows[0]?.state ===
-            'completed'
-              ? true
-              : undefined,
-          60_000,
-          'the task ended in its row while NATS was down',
-        );
+        await endedInItsRow(id);
         // Held, so that the runtime is back first and its read after the reconnection finds no proxy.
         proxy.child.kill('SIGSTOP');
       });
