@@ -73,7 +73,16 @@ function natsOps(tasks: TaskClient, account: string): TaskOps {
     get: (id) => tasks.getTask(account, id),
     cancel: (id) => tasks.cancelTask(account, id),
     result: (id) => tasks.taskResult(account, id),
-    wait: (id, timeoutMs, onStatus) => tasks.waitTask(account, id, { timeoutMs, onStatus }),
+    // A state read from the row is told too: one the task reached before the subscription (a
+    // question asked as the CLI connected) has no event of its own.
+    wait: (id, timeoutMs, onStatus) =>
+      tasks.waitTask(account, id, {
+        timeoutMs,
+        onStatus,
+        onRead: (t) => {
+          if (t !== undefined) onStatus(eventOf(t));
+        },
+      }),
   };
 }
 

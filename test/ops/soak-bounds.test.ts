@@ -3,8 +3,10 @@
  * measures that break it and holds on those of a healthy run on a loaded box. The soak itself,
  * on the real stack, is test/ops/soak.test.ts.
  */
+import { createServer, type Server } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { SOAK_BOUNDS, soakFailures } from './support/soak-run.js';
+import { WireError } from '@mcpx/contracts';
+import { SOAK_BOUNDS, failureOf, soakFailures } from './support/soak-run.js';
 
 const windows = (...p99: number[]) => p99.map((p) => ({ p99: p, calls: 500 }));
 const rss = (...growth: number[]) => growth.map((g, i) => ({ instance: `svc-${i}`, growthMiB: g }));
@@ -51,5 +53,28 @@ describe('soak bounds', () => {
         SOAK_BOUNDS,
       ),
     ).toEqual(['window 2 answered no call']);
+  });
+
+  it("an action's fetch whose socket its server closed under it is a reset (bounded apart); a refused connection or a typed error is an error", async () => {
+    // A server that takes the connection and closes it once the request arrives, as the registry's
+    // keep-alive timer did to a socket the soak reused; then the same port with nothing there.
+    const server: Server = createServer((socket) => socket.once('data', () => socket.destroy()));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const { port } = server.address() as { port: number };
+    const url = `http://127.0.0.1:${port}/v1/actions`;
+    const closed = await fetch(url, { method: 'POST', body: '{}' }).catch((err: unknown) => err);
+    await new Promise((r) => server.close(r));
+    const refused = await fetch(url, { method: 'POST', body: '{}' }).catch((err: unknown) => err);
+
+    const reset = failureOf('RefreshMcpServer', closed);
+    expect(reset.kind).toBe('reset');
+    expect(reset.text).toMatch(/^RefreshMcpServer: fetch failed: .*(other side closed|ECONNRESET)/);
+    const error = failureOf('RefreshMcpServer', refused);
+    expect(error.kind).toBe('error');
+    expect(error.text).toMatch(/^RefreshMcpServer: fetch failed: ECONNREFUSED .*\(127\.0\.0\.1:\d+\)$/);
+    expect(failureOf('call soak-0-1', new WireError('internal', 'boom'))).toEqual({
+      kind: 'error',
+      text: 'call soak-0-1: internal boom',
+    });
   });
 });

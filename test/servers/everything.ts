@@ -13,7 +13,12 @@ export interface EverythingServer {
   close(): Promise<void>;
 }
 
-const READY_TIMEOUT_MS = 15_000;
+/**
+ * A bound, not an expectation: alone it listens in about a second; beside three other files on a
+ * loaded 2-core box it printed nothing in 15 s, and test/proxy/results.test.ts failed its set-up.
+ * A server that exits before listening is still told at once.
+ */
+const READY_TIMEOUT_MS = 60_000;
 const EXIT_TIMEOUT_MS = 5_000;
 
 /** Path of `@modelcontextprotocol/server-everything`'s entry point. */

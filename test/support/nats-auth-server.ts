@@ -95,11 +95,13 @@ export class NatsAuthServer {
 
   /**
    * Stops the server and starts it again on the same port with the same users (a restart):
-   * `downMs` after it stopped. JetStream's store stays.
+   * `downMs` after it stopped, and once `whileDown` (a test's steps during the outage) is done.
+   * JetStream's store stays.
    */
-  async restart(downMs = 0): Promise<void> {
+  async restart(downMs = 0, whileDown?: () => Promise<void>): Promise<void> {
     await this.halt();
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
+    await whileDown?.();
     this.child = spawn(natsServerBinary(), ['-c', join(this.dir, 'nats.conf'), '-l', this.logFile], {
       stdio: 'ignore',
     });

@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSubjects, type TaskEvent } from '@mcpx/contracts';
 import { TaskClient, connectRuntime, type RuntimeConnection } from '@mcpx/proxy-client';
@@ -12,7 +13,9 @@ import { ProcessSystem, eventually } from '../support/system.js';
  * stopped while a task runs and started again on the same port once the task has ended upstream.
  * The proxy polls on (HTTP and Postgres need no NATS), the task ends in its row, and the waiting
  * runtime, reconnected, hears of it (it reads the row again after a reconnection: events sent
- * while it was away are not delivered) and takes the result: nothing is lost.
+ * while it was away are not delivered) and takes the result: nothing is lost. When the proxy comes
+ * back after the runtime, the proxy's own end event was lost with its connection and the runtime's
+ * read after its reconnection finds no proxy: the runtime reads again until one answers.
  */
 describe('a task through a NATS restart', { timeout: 180_000 }, () => {
   let nats: NatsAuthServer;
@@ -21,6 +24,7 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
   let api: ApiClient;
   let runtime: RuntimeConnection;
   let agent: string;
+  let db: pg.Client;
   const prefix = uniqueNamespace().natsPrefix;
 
   beforeAll(async () => {
@@ -48,14 +52,29 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
     );
     const { user, pass } = nats.credentials('runtime');
     runtime = await connectRuntime({ url: nats.url, prefix, credentials: { user, pass } });
+    db = new pg.Client({ connectionString: system.db.url });
+    await db.connect();
   }, 120_000);
 
   afterAll(async () => {
+    await db?.end();
     await runtime?.close();
     await upstream?.close();
     await system?.stop();
     await nats?.stop();
   });
+
+  /** Until the task has completed in its row (the proxy polls on while NATS is down). */
+  const endedInItsRow = (id: string): Promise<true> =>
+    eventually(
+      async () =>
+        (await db.query<{ state: string }>('SELECT state FROM proxy.tasks WHERE id = $1', [id])).rows[0]?.state ===
+        'completed'
+          ? true
+          : undefined,
+      60_000,
+      'the task ended in its row while NATS was down',
+    );
 
   it('the task ends while NATS is down; after the restart the runtime hears of it once and takes the result', async () => {
     const tasks = new TaskClient(runtime.nc, makeSubjects(prefix));
@@ -71,12 +90,64 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
     const id = out.result.task!.id;
     const events: TaskEvent[] = [];
     const waiting = tasks.waitTask(api.principal, id, { timeoutMs: 120_000, onStatus: (e) => events.push(e) });
-    // Down for longer than the task has left: it completes upstream, and in its row, meanwhile.
-    await nats.restart(8_000);
+    // Down until the task has completed upstream and in its row.
+    await nats.restart(0, async () => void (await endedInItsRow(id)));
     const ended = await waiting;
     expect(ended.state).toBe('completed');
     expect(events.filter((e) => e.state === 'completed').length).toBeLessThanOrEqual(1);
     expect((await tasks.taskResult(api.principal, id)).text).toBe('export ready: json');
     expect(upstream.stats.created).toBe(1);
+  });
+
+  it('the proxy comes back after the runtime: the end published while it was away is lost, the runtime reads again until a proxy answers and hears of it long before its bound', async () => {
+    const tasks = new TaskClient(runtime.nc, makeSubjects(prefix));
+    const out = await runtime.client.call({
+      account: api.principal,
+      agent,
+      run: 'nr-2',
+      tool: 'modern__long-export',
+      arguments: { format: 'csv' },
+      task: true,
+      timeoutMs: 2_000,
+    });
+    const id = out.result.task!.id;
+    const proxy = system.services.find((s) => s.name === 'proxy')!;
+    const reads: string[] = [];
+    let reconnects = 0;
+    const statuses = runtime.nc.status();
+    void (async () => {
+      for await (const s of statuses) if (s.type === 'reconnect') reconnects++;
+    })();
+    const waiting = tasks.waitTask(api.principal, id, {
+      timeoutMs: 120_000,
+      outageReadMs: 200,
+      onRead: (t) => reads.push(t?.state ?? 'outage'),
+    });
+    try {
+      await nats.restart(0, async () => {
+        // The task ends upstream and in its row while NATS is down: the proxy's end event is lost.
+        await endedInItsRow(id);
+        // Held, so that the runtime is back first and its read after the reconnection finds no proxy.
+        proxy.child.kill('SIGSTOP');
+      });
+      await eventually(async () => (reconnects > 0 ? true : undefined), 30_000, 'the runtime reconnected');
+      await expect(tasks.getTask(api.principal, id)).rejects.toMatchObject({ code: 'transport_error' });
+    } finally {
+      proxy.child.kill('SIGCONT');
+      (statuses as { stop?: () => void }).stop?.();
+    }
+    // The proxy reconnects in seconds; the wait's own bound is two minutes. Heard by a read, not
+    // by the bound: the wait ends well within a bound far below its own.
+    let bound: NodeJS.Timeout | undefined;
+    const first = await Promise.race([
+      waiting,
+      new Promise<'bound'>((r) => (bound = setTimeout(() => r('bound'), 45_000))),
+    ]).finally(() => clearTimeout(bound));
+    expect(first).not.toBe('bound');
+    expect(first).toMatchObject({ state: 'completed' });
+    expect(reads).toContain('outage');
+    expect(reads.at(-1)).toBe('completed');
+    expect((await tasks.taskResult(api.principal, id)).text).toBe('export ready: csv');
+    expect(upstream.stats.created).toBe(2);
   });
 });

@@ -30,6 +30,47 @@ import { traceHeaders } from '@mcpx/telemetry';
 const REQUEST_TIMEOUT_MS = 5_000;
 const REQUEST_ATTEMPTS = 3;
 
+/** A wait's read that failed for an outage is made again after this pause, doubling up to the most. */
+const OUTAGE_READ_FIRST_MS = 250;
+const OUTAGE_READ_MAX_MS = 4_000;
+
+/**
+ * When a task's wait reads its row again: after a reconnection to NATS (also one that came while
+ * a read was under way: the read may have been answered before events could reach us again), or
+ * after a pause when the last read failed for an outage.
+ */
+class Wake {
+  private missed = false;
+  private resolve: (() => void) | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  /** A read begins: the reconnections before it are caught up by it. */
+  reading(): void {
+    this.missed = false;
+  }
+
+  reconnected(): void {
+    this.missed = true;
+    this.resolve?.();
+  }
+
+  /** Resolves `'read'` at the next reconnection (at once if one came during the last read), or after `pauseMs`. */
+  next(pauseMs: number | undefined): Promise<'read'> {
+    this.stop();
+    return new Promise((resolve) => {
+      this.resolve = () => resolve('read');
+      if (this.missed) this.resolve();
+      else if (pauseMs !== undefined) this.timer = setTimeout(this.resolve, pauseMs);
+    });
+  }
+
+  stop(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.resolve = undefined;
+  }
+}
+
 /**
  * The runtime's side of brokered tasks (docs/tasks.md): a call that outlived the call bound
  * answered `{task: {id, state, statusMessage}}`; these read it, wait for it (events, not
@@ -100,14 +141,19 @@ export class TaskClient {
    * its status events (`mcp.tasks.<acct>.<task>`; `onStatus` is told each) rather than polling.
    * The row is read once after subscribing, so an end that came before the subscription is not
    * missed, and again after each reconnection to NATS (events published while the connection was
-   * down are not delivered). A read that fails for an outage (`unavailable`, `timeout`,
-   * `transport_error`) is not the task's end: the wait goes on.
+   * down are not delivered; a reconnection during a read is not missed: the row is read again). A
+   * read that fails for an outage (`unavailable`, `timeout`, `transport_error`) is not the task's
+   * end: it is read again after a pause (`outageReadMs`, doubling to 4 s) until a read answers. A
+   * proxy that ended the task while its own connection was down could not publish the end (nats.js
+   * drops what was queued while disconnected), and no reconnection of ours follows its own: only
+   * a read hears of it.
    */
   async waitTask(account: string, task: string, opts: TaskWait = {}): Promise<TaskView> {
     const id = checkedId(task);
     const asked = this.answering(account, id, opts);
     const sub = this.nc.subscribe(this.subjects.taskStatus(account, id));
     const statuses = this.nc.status() as AsyncIterable<Status> & { stop?: () => void };
+    const wake = new Wake();
     let timer: NodeJS.Timeout | undefined;
     try {
       const ended = new Promise<'ended'>((resolve) => {
@@ -127,29 +173,30 @@ export class TaskClient {
           resolve('ended');
         })();
       });
-      let reconnected: () => void = () => {};
       void (async () => {
-        for await (const s of statuses) if (s.type === 'reconnect') reconnected();
+        for await (const s of statuses) if (s.type === 'reconnect') wake.reconnected();
       })().catch(() => {});
       const stop = new Promise<'stop'>((resolve) => {
         if (opts.timeoutMs !== undefined) timer = setTimeout(() => resolve('stop'), opts.timeoutMs);
         opts.signal?.addEventListener('abort', () => resolve('stop'), { once: true });
       });
       await this.nc.flush();
+      const firstPauseMs = opts.outageReadMs ?? OUTAGE_READ_FIRST_MS;
+      let pauseMs = firstPauseMs;
       for (;;) {
+        wake.reading();
         const now = await this.getTask(account, id).catch(passingOutage);
+        opts.onRead?.(now);
         if (now !== undefined && isFinalTaskState(now.state)) return now;
         if (now?.state === 'input_required' && now.inputRequestId !== undefined) asked(now.inputRequestId);
-        const woke = await Promise.race([
-          ended,
-          stop,
-          new Promise<'reconnect'>((resolve) => (reconnected = () => resolve('reconnect'))),
-        ]);
-        if (woke !== 'reconnect') break;
+        const woke = await Promise.race([ended, stop, wake.next(now === undefined ? pauseMs : undefined)]);
+        if (woke !== 'read') break;
+        pauseMs = now === undefined ? Math.min(pauseMs * 2, OUTAGE_READ_MAX_MS) : firstPauseMs;
       }
       return await this.getTask(account, id);
     } finally {
       if (timer !== undefined) clearTimeout(timer);
+      wake.stop();
       statuses.stop?.();
       sub.unsubscribe();
     }
@@ -216,6 +263,10 @@ export interface TaskWait {
   timeoutMs?: number;
   /** Told each status event of the task. */
   onStatus?: (event: TaskEvent) => void;
+  /** Told each read of the task's row the wait makes (`undefined`: the read failed for an outage). */
+  onRead?: (task: TaskView | undefined) => void;
+  /** The first pause before a read that failed for an outage is made again (default 250 ms; it doubles to 4 s). */
+  outageReadMs?: number;
   signal?: AbortSignal;
   /**
    * Answers the task's questions addressed to its caller (`answerBy: 'runtime'`: sampling, roots,

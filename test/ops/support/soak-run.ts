@@ -41,8 +41,20 @@ export interface SoakOptions {
   log?: (line: string) => void;
 }
 
-/** A call or connect whose upstream socket was closed under it (see `resets` in {@link runSoak}). */
-const UPSTREAM_RESET = /ECONNRESET|other side closed|socket hang up/;
+/**
+ * A request whose socket was closed under it (see `resets` in {@link runSoak}): a call whose
+ * upstream keep-alive socket the test server closed, or an action whose keep-alive socket to the
+ * registry the registry closed (its 5 s keep-alive timer) as this process reused it. fetch says
+ * only "fetch failed" and names the socket's fate in its cause (`UND_ERR_SOCKET other side closed`,
+ * `ECONNRESET`); a refused connection (`ECONNREFUSED`: no service there) is an error.
+ */
+const SOCKET_CLOSED = /ECONNRESET|other side closed|socket hang up/;
+
+/** How the soak counts a failed operation: a socket closed under it (bounded apart), or an error. */
+export function failureOf(what: string, err: unknown): { kind: 'reset' | 'error'; text: string } {
+  const text = `${what}: ${err instanceof WireError ? `${err.code} ${err.message}` : errorText(err)}`;
+  return { kind: SOCKET_CLOSED.test(text) ? 'reset' : 'error', text };
+}
 
 export interface SoakReport {
   counts: { calls: number; runs: number; discoveries: number; grants: number; approvals: number };
@@ -110,6 +122,22 @@ function median(xs: number[]): number {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
+/**
+ * An error's message with its causes': fetch says only "fetch failed", and names what failed (a
+ * refused connection, a socket closed under the request: code, message, address) in `cause`.
+ */
+export function errorText(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; depth++) {
+    const x = e as Error & { code?: unknown; address?: unknown; port?: unknown };
+    const code = typeof x.code === 'string' ? `${x.code} ` : '';
+    const at = typeof x.address === 'string' ? ` (${x.address}:${typeof x.port === 'number' ? x.port : ''})` : '';
+    parts.push(`${code}${x.message}${at}`);
+    e = x.cause;
+  }
+  return parts.length > 0 ? parts.join(': ') : String(err);
+}
+
 const pause = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 /** Each caller starts a run (five calls and EndRun) at most this often. */
 const RUN_PERIOD_MS = 500;
@@ -164,10 +192,11 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const errors: string[] = [];
     const samples: Array<{ at: number; ms: number }> = [];
     const counts = { calls: 0, runs: 0, discoveries: 0, grants: 0, approvals: 0 };
-    // The test upstream's socket closed under a call (ECONNRESET, 'other side closed'): on a box
-    // so loaded that timers fire seconds late, a keep-alive socket is reused as the server closes
-    // it. The connector reports it truly (maybe_executed, never retried; a connect fails), so it is
-    // counted apart and bounded rather than an error; anything else is an error.
+    // A socket closed under a request (ECONNRESET, 'other side closed'): on a box so loaded that
+    // timers fire seconds late, a keep-alive socket is reused as its server closes it. The proxy's
+    // to the test upstream (the connector reports it truly: maybe_executed, never retried; a
+    // connect fails), and this process's own to the registry (an action's fetch failed, its cause
+    // the closed socket). Counted apart and bounded (`failureOf`); anything else is an error.
     const resets: string[] = [];
     // A store's outage said as such (`unavailable`: retryable, nothing sent) is retried after its
     // hint, as the wire tells a runtime to (a starved box's Redis command can time out in the
@@ -185,8 +214,8 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       }
     };
     const fail = (what: string, err: unknown): void => {
-      const text = `${what}: ${err instanceof WireError ? `${err.code} ${err.message}` : (err as Error).message}`;
-      (UPSTREAM_RESET.test(text) ? resets : errors).push(text);
+      const f = failureOf(what, err);
+      (f.kind === 'reset' ? resets : errors).push(f.text);
     };
 
     await s.setServer('m', modern.url);
@@ -309,7 +338,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
     const failures = soakFailures({ windows, rss, errors: errors.length }, { maxGrowthMiB, maxP99Ratio, maxP99RiseMs });
     const maxResets = Math.max(2, Math.ceil(counts.calls * 0.01));
     if (resets.length > maxResets)
-      failures.push(`${resets.length} upstream socket resets (bound ${maxResets}: 1 % of the calls)`);
+      failures.push(`${resets.length} socket resets (bound ${maxResets}: 1 % of the calls)`);
     if (retried > maxResets)
       failures.push(`${retried} retries after unavailable (bound ${maxResets}: 1 % of the calls)`);
 
@@ -335,7 +364,7 @@ export async function runSoak(opts: SoakOptions): Promise<SoakReport> {
       for (const l of logged.slice(0, 20)) say(`soak service error: ${l.slice(0, 1_000)}`);
     }
     if (resets.length > 0)
-      say(`soak: ${resets.length} upstream socket resets (bound ${maxResets}): ${resets.slice(0, 5).join('; ')}`);
+      say(`soak: ${resets.length} socket resets (bound ${maxResets}): ${resets.slice(0, 5).join('; ')}`);
     if (retried > 0) say(`soak: ${retried} retries after unavailable (bound ${maxResets})`);
     for (const f of failures) say(`soak failed: ${f}`);
     say(`${errors.length} errors`);
