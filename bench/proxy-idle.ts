@@ -12,6 +12,7 @@
  * beside this one, the same windows at the same time on the same database, NATS and Redis.
  * `BENCH_PROFILE=<dir>`: this code's proxy writes a V8 CPU profile there when it stops.
  */
+import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg, totalmem } from 'node:os';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
@@ -26,13 +27,38 @@ interface Side {
   proxy: ProxyProcess;
 }
 
-/** CPU ms a second of each side over one window, measured at once. */
-async function window(sides: Side[]): Promise<number[]> {
+/** CPU ms each thread of a process has used, summed by thread name (/proc/<pid>/task/<tid>: comm, stat). */
+function threadCpuMs(pid: number | undefined): Map<string, number> {
+  const out = new Map<string, number>();
+  if (pid === undefined) return out;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      out.set(comm, (out.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+    }
+  } catch {
+    // The process or a thread ended meanwhile: what was read stands.
+  }
+  return out;
+}
+
+/** CPU ms a second of each side over one window, measured at once; and by thread, the busiest. */
+async function window(sides: Side[]): Promise<{ perSecond: number[]; threads: string[] }> {
   const before = sides.map((s) => processCpuMs(s.proxy.child.pid));
+  const threadsBefore = sides.map((s) => threadCpuMs(s.proxy.child.pid));
   const started = performance.now();
   await new Promise((r) => setTimeout(r, IDLE_WINDOW_S * 1000));
   const seconds = (performance.now() - started) / 1000;
-  return sides.map((s, i) => (processCpuMs(s.proxy.child.pid) - before[i]!) / seconds);
+  const threads = sides.map((s, i) => {
+    const after = threadCpuMs(s.proxy.child.pid);
+    const used = [...after]
+      .map(([name, ms]) => [name, (ms - (threadsBefore[i]!.get(name) ?? 0)) / seconds] as const)
+      .filter(([, perSecond]) => perSecond > 0)
+      .sort((a, b) => b[1] - a[1]);
+    return `${s.label}: ${used.map(([name, perSecond]) => `${name} ${perSecond.toFixed(1)}`).join(', ') || 'none'}`;
+  });
+  return { perSecond: sides.map((s, i) => (processCpuMs(s.proxy.child.pid) - before[i]!) / seconds), threads };
 }
 
 async function main(): Promise<void> {
@@ -65,12 +91,17 @@ async function main(): Promise<void> {
       '',
       '| proxy | fresh | after 1,000 calls |',
       '|---|---:|---:|',
-      ...sides.map((s, i) => `| ${s.label} | ${fresh[i]!.toFixed(1)} | ${after[i]!.toFixed(1)} |`),
+      ...sides.map((s, i) => `| ${s.label} | ${fresh.perSecond[i]!.toFixed(1)} | ${after.perSecond[i]!.toFixed(1)} |`),
+      '',
+      'by thread (ms/s), fresh:',
+      ...fresh.threads,
+      'by thread (ms/s), after calls:',
+      ...after.threads,
     ];
     if (sides.length === 2)
       lines.push(
         '',
-        `this code / baseline: fresh ${(fresh[0]! / fresh[1]!).toFixed(3)}×, after calls ${(after[0]! / after[1]!).toFixed(3)}×`,
+        `this code / baseline: fresh ${(fresh.perSecond[0]! / fresh.perSecond[1]!).toFixed(3)}×, after calls ${(after.perSecond[0]! / after.perSecond[1]!).toFixed(3)}×`,
       );
     process.stdout.write(`${lines.join('\n')}\n`);
   } finally {
