@@ -7,6 +7,7 @@ import { eventually } from '../support/system.js';
 interface Stats {
   runs: number;
   liveTasks: number;
+  taskWaitsWokenElsewhere?: number;
 }
 
 /**
@@ -85,4 +86,55 @@ describe('a task that ends on another instance than its creator', () => {
     );
     expect(upstream.stats.created).toBe(1);
   });
+
+  // The call's bound (110 s) is far past the test's (60 s): only a wake answers it in time. Before,
+  // the creator read the row at the bound, so the test ran out first.
+  it('a call waiting on its creating instance is woken when another instance ends the task', async () => {
+    const creator = procs[0]!;
+    const other = procs[1]!;
+    const run = 'r-woken';
+    system.client.stick(run, creator.instance);
+    const sub = system.nc.subscribe(system.subjects.taskEventsOf(system.account));
+    const completed = (async (): Promise<TaskEvent | undefined> => {
+      for await (const msg of sub) {
+        const event = decodeTaskEvent(msg.data);
+        if (event.state === 'completed') return event;
+      }
+      return undefined;
+    })();
+    await system.nc.flush();
+    const woken = (await stats(creator)).taskWaitsWokenElsewhere ?? 0;
+    const call = system.call(
+      'agent',
+      run,
+      'modern__long-export',
+      { format: 'json' },
+      { task: true, timeoutMs: 110_000 },
+    );
+    try {
+      // The task is recorded on its creator, which waits for it within the call bound.
+      await eventually(
+        async () => ((await stats(creator)).liveTasks === 1 ? true : undefined),
+        20_000,
+        'the task created on its instance',
+      );
+      creator.child.kill('SIGSTOP');
+      try {
+        const timeout = new Promise<undefined>((r) => setTimeout(() => r(undefined), 30_000).unref());
+        expect((await Promise.race([completed, timeout]))?.state, 'the other instance finished the task').toBe(
+          'completed',
+        );
+      } finally {
+        creator.child.kill('SIGCONT');
+      }
+      const out = await call;
+      expect(out.instance).toBe(creator.instance);
+      expect(out.result.task, 'the result, not the handle').toBeUndefined();
+      expect(JSON.stringify(out.result)).toContain('export ready: json');
+      expect((await stats(creator)).taskWaitsWokenElsewhere).toBe(woken + 1);
+      expect((await stats(other)).liveTasks).toBe(0);
+    } finally {
+      sub.unsubscribe();
+    }
+  }, 60_000);
 });

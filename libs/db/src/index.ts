@@ -1,4 +1,5 @@
 export { AUTHORIZATION_SERVER_ROLE, createDb, migrate } from './db.js';
+export { listenChannel, type ChannelListener, type ChannelListenerOptions } from './listen.js';
 export type { Db, DbOptions, SchemaName } from './db.js';
 export { PostgresUnavailableError, isPostgresUnavailable } from './unavailable.js';
 export type {

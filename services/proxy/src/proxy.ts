@@ -51,13 +51,17 @@ export async function startProxy(config: Config, opts: ProxyOptions = {}): Promi
   const path = await callPath(config, opts, floor);
   const { instance, log, telemetry } = floor;
   const { handler, pool } = path;
-  const stats = (): ProxyStats => ({
+  const stats = (): ProxyStats & { taskStatements: number; taskWaitsWokenElsewhere: number } => ({
     instance,
     ...pool.stats,
     inflight: handler.inflightCount,
     ...handler.counts,
     invalidations: floor.catalog.invalidations,
     liveTasks: path.broker.liveCount,
+    // Statements of the task store (an idle proxy sends none while no task is due), and calls woken
+    // by the end of their task on another instance (docs/tasks.md#the-broker).
+    taskStatements: path.taskStore.statements,
+    taskWaitsWokenElsewhere: path.broker.wokenElsewhere,
   });
   const nats = await serveNats(floor, path, stats);
   await floor.bus.nc.flush();

@@ -91,6 +91,8 @@ export function brokeredTasks(d: {
     onPolled: (row) => pool.touch(row.account_id, taskRun(row.id)),
     // A task's questions are input requests, as a call's are.
     inputs: d.inputs,
+    // The other instances' notices: leases let go, a task ended there.
+    databaseUrl: d.config.databaseUrl,
   });
   const taskCalls: TaskCalls = new TaskCalls({
     broker,

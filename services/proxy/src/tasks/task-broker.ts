@@ -1,5 +1,6 @@
 import type { Meter, Tracer, Counter } from '@opentelemetry/api';
 import { TaskStates, isFinalTaskState, type Subjects, type TaskEvent, type TaskState } from '@mcpx/contracts';
+import { listenChannel, type ChannelListener } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
 import type { TaskWireTarget, UpstreamTask } from '@mcpx/mcp-client';
 import type { InputGate } from '../input-requests.js';
@@ -7,6 +8,7 @@ import { STATUS_MESSAGE_MAX, TaskEnds } from './task-ends.js';
 import type { StoredOutcome } from './task-outcome.js';
 import { TaskPoller } from './task-poller.js';
 import { TaskQuestions } from './task-questions.js';
+import { TASKS_CHANNEL, TaskNotices } from './task-notices.js';
 import type { NewTask, TaskRow, TaskStore } from './task-store.js';
 
 /** Created tasks' records looked up by one sweep at most. */
@@ -38,6 +40,12 @@ export interface TaskBrokerDeps {
   onPolled?: (row: TaskRow) => void;
   /** The input-request path a task's questions (`input_required`) take; absent: they are not asked. */
   inputs?: InputGate;
+  /**
+   * Where to listen for the other instances' task notices ({@link TASKS_CHANNEL}); absent: none
+   * heard (a task let go is found at the loop's next look; a call waits for a task ended
+   * elsewhere until its bound).
+   */
+  databaseUrl?: string;
 }
 
 /**
@@ -58,6 +66,9 @@ export class TaskBroker {
    */
   private readonly live = new Map<string, { target: TaskWireTarget; seenAt: number }>();
   private liveTimer: NodeJS.Timeout | undefined;
+  private notices: ChannelListener | undefined;
+  /** Calls woken by the notice of their task's end on another instance (`/stats`' `taskWaitsWokenElsewhere`). */
+  wokenElsewhere = 0;
   private readonly lifecycle: Counter;
   private readonly questions: TaskQuestions | undefined;
   private readonly ends: TaskEnds;
@@ -114,6 +125,54 @@ export class TaskBroker {
     this.poller.start();
     this.liveTimer ??= setInterval(() => void this.sweepLive(), this.liveSweepMs);
     this.liveTimer.unref();
+    if (this.deps.databaseUrl !== undefined && this.notices === undefined)
+      this.notices = listenChannel(this.deps.databaseUrl, TASKS_CHANNEL, {
+        applicationName: `proxy-tasks ${this.deps.instance}`.slice(0, 63),
+        onNotice: (payload) => this.heard(payload),
+        // Notices sent while the channel was down are lost: what they would have said is read.
+        onListening: () => {
+          this.poller.due();
+          for (const id of this.waiters.keys()) void this.endedElsewhere(id);
+        },
+        onLost: (err) =>
+          this.deps.log.warn('task notices channel lost: reconnecting (the loop still looks at the rows)', {
+            ...(err !== undefined ? { err } : {}),
+          }),
+      });
+  }
+
+  /** A notice of another instance: leases let go (a look for due tasks now), or a task this instance waits for ended there. */
+  private heard(payload: string): void {
+    if (payload === TaskNotices.freed) this.poller.due();
+    else if (payload.startsWith(TaskNotices.ended)) {
+      const id = payload.slice(TaskNotices.ended.length);
+      if (this.waiters.has(id)) void this.endedElsewhere(id);
+    }
+  }
+
+  /**
+   * A task this instance waits for ended on another instance (it lost the lease, or a cancel was
+   * answered there): the row as ended wakes its waiters, and this instance's record of it goes.
+   */
+  private async endedElsewhere(id: string): Promise<void> {
+    let row: TaskRow | null;
+    try {
+      row = await this.deps.store.endedRow(id);
+    } catch (err) {
+      this.deps.log.warn('a task ended elsewhere could not be read: its call reads it at its bound', {
+        task: id,
+        err: err as Error,
+      });
+      return;
+    }
+    if (row === null) return;
+    this.live.delete(id);
+    this.poller.forget(id);
+    this.questions?.ended(id);
+    const set = this.waiters.get(id);
+    if (set === undefined) return;
+    this.wokenElsewhere++;
+    for (const w of [...set]) w(row);
   }
 
   /** Open tasks this instance created and holds a record of (their live target). */
@@ -175,6 +234,8 @@ export class TaskBroker {
   async stop(): Promise<void> {
     if (this.liveTimer !== undefined) clearInterval(this.liveTimer);
     this.liveTimer = undefined;
+    await this.notices?.stop();
+    this.notices = undefined;
     this.questions?.stop();
     const busy = await this.poller.stop();
     try {
@@ -217,6 +278,8 @@ export class TaskBroker {
       leaseMs: settings.leaseMs,
     });
     this.live.set(t.id, { target, seenAt: Date.now() });
+    // Its first poll: the loop, asleep until what it knew was next, wakes for it.
+    this.poller.due(new Date(row.next_poll_at).getTime());
     this.lifecycle.add(1, { event: 'created', dialect: t.dialect });
     this.event(row, state, created.statusMessage ?? null);
     return row;
@@ -247,6 +310,14 @@ export class TaskBroker {
 
   /** A task this instance ended: its event, its waiters, its count, its session. */
   private close(row: TaskRow, errorCode: string | undefined): void {
+    // Not created here: its creator may have a call waiting for it, told by a notice.
+    if (!this.live.has(row.id))
+      this.deps.store.notify(`${TaskNotices.ended}${row.id}`).catch((err: unknown) =>
+        this.deps.log.warn('a task end could not be told to the other instances', {
+          task: row.id,
+          err: err as Error,
+        }),
+      );
     this.live.delete(row.id);
     this.poller.forget(row.id);
     this.questions?.ended(row.id);

@@ -9,6 +9,8 @@ import type { TaskRow, TaskStore } from './task-store.js';
 const RESULT_TIMEOUT_MS = 60_000;
 const CANCEL_TIMEOUT_MS = 30_000;
 export const STATUS_MESSAGE_MAX = 1_024;
+/** Open tasks past their ttl ended by one sweep at most (more: the next sweep follows at once). */
+export const EXPIRE_BATCH = 100;
 
 export interface TaskEndsDeps {
   store: TaskStore;
@@ -115,9 +117,9 @@ export class TaskEnds {
     void this.cancelUpstream(finished);
   }
 
-  /** Open tasks past their ttl end `expired` (their server is asked to cancel them, best effort); finished ones past it are purged. */
-  async expire(): Promise<void> {
-    const rows = await this.deps.store.expiring(100);
+  /** Open tasks past their ttl end `expired` (their server is asked to cancel them, best effort), at most `EXPIRE_BATCH` at once: answers how many were looked at. */
+  async expire(): Promise<number> {
+    const rows = await this.deps.store.expiring(EXPIRE_BATCH);
     for (const row of rows) {
       const message = 'the task outlived its ttl';
       const outcome: StoredOutcome = {
@@ -134,6 +136,11 @@ export class TaskEnds {
       this.deps.close(finished, 'task_expired');
       void this.cancelUpstream(finished);
     }
+    return rows.length;
+  }
+
+  /** Finished tasks past their ttl: their results go, and their rows an hour later. */
+  async purge(): Promise<void> {
     await this.deps.store.purge(500);
   }
 

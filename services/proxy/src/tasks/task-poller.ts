@@ -4,8 +4,9 @@ import type { Logger } from '@mcpx/log';
 import { isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget } from '@mcpx/mcp-client';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
-import type { TaskEnds } from './task-ends.js';
+import { EXPIRE_BATCH, type TaskEnds } from './task-ends.js';
 import { lostTask } from './task-outcome.js';
+import { LOOK_MAX_MS, PURGE_MS, RETRY_MS, TICK_MS, TurnTimer } from './task-turns.js';
 import type { TaskQuestions } from './task-questions.js';
 import type { TaskRow, TaskStore } from './task-store.js';
 
@@ -30,8 +31,6 @@ export interface TaskPollerDeps {
   log: Logger;
 }
 
-/** How often the loop looks for due tasks (at once again while a claim comes back full). */
-const TICK_MS = 100;
 /** Polls under way at once at most; a tick claims only as many as are free. */
 const POLL_CONCURRENCY = 64;
 /**
@@ -44,8 +43,6 @@ const GET_TIMEOUT_MS = 120_000;
 /** The most a claim counts for a get under way (half the lease, at most 30 s): a poll still waiting past it renews the claim. */
 const CLAIM_FLIGHT_MAX_MS = 30_000;
 const DEFAULT_POLL_MS = 1_000;
-const SWEEP_MS = 2_000;
-
 /** A poll that changed nothing, or failed: written with the tick's one statement. */
 interface Done {
   id: string;
@@ -54,23 +51,34 @@ interface Done {
 }
 
 /**
- * The poll loop (docs/tasks.md#the-broker). Each tick writes the polls answered since the last one
- * in one statement, then claims as many due tasks as it has free poll slots in one statement and
- * starts their polls at once. The claim puts each task's next poll past the interval and the
- * claim's flight (half the lease: no instance polls it sooner, even if this one dies mid-request);
- * a poll still waiting for its `tasks/get` past half that renews its claim at each tick, so the
- * task is not polled again while its get is under way, however long its server takes. The answer
- * sets the next poll again, its interval (jittered) from the time the answer came. A get reaches
- * its server before its answer comes back, so two gets of one task are never closer than the
- * interval less its jitter, whichever instances make them, however long a request queued. A get is
- * given up on only after `GET_TIMEOUT_MS` (a server may still take it later: the only way left to
- * a close pair, besides an instance killed with a get in its server's queue).
+ * The poll loop (docs/tasks.md#the-broker). It sleeps until it has something to do: a task due
+ * (as its last look at the rows, the answers since and the tasks created here since say), a claim
+ * to renew, a ttl's end, or a notice; and looks at the rows at least once a lease. Its turn writes
+ * the polls answered since the last in one statement, claims as many due tasks as it has free poll
+ * slots in one statement and starts their polls at once, then looks for when the next is due. The
+ * claim puts each task's next poll past the interval and the claim's flight (half the lease: no
+ * instance polls it sooner, even if this one dies mid-request); a poll still waiting for its
+ * `tasks/get` past half that renews its claim, so the task is not polled again while its get is
+ * under way. The answer sets the next poll again, its interval (jittered) from the time the answer
+ * came: two gets of one task are never closer than the interval less its jitter, whichever
+ * instances make them. A get is given up on only after `GET_TIMEOUT_MS`.
  */
 export class TaskPoller {
-  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private readonly turns = new TurnTimer(TICK_MS, () => void this.tick());
   private ticking = false;
+  /** A turn was asked for while one ran: it follows at once. */
   private again = false;
-  private lastSweep = 0;
+  /**
+   * The earliest time a claim can find a task due (from the last {@link TaskStore.nextDue}, the
+   * polls answered since, the tasks created here since, a notice): no claim is sent before it.
+   */
+  private claimFrom = 0;
+  /** The earliest of those told while a look was under way (its answer may predate them). */
+  private toldDuringLook = Infinity;
+  /** The earliest end of an open task's ttl (the expiry sweep runs then). */
+  private expireAt = 0;
+  private purgeAt = 0;
   private done: Done[] = [];
   /** Consecutive failed polls per task (this instance's), for backoff. */
   private readonly failures = new Map<string, number>();
@@ -95,14 +103,15 @@ export class TaskPoller {
   }
 
   start(): void {
-    this.timer ??= setInterval(() => void this.tick(), TICK_MS);
-    this.timer.unref();
+    if (this.running) return;
+    this.running = true;
+    this.wake(Date.now());
   }
 
   /** Stops claiming; polls under way finish (bounded) and their outcomes are written. Answers the tasks still being polled. */
   async stop(): Promise<string[]> {
-    if (this.timer !== undefined) clearInterval(this.timer);
-    this.timer = undefined;
+    this.running = false;
+    this.turns.clear();
     for (let i = 0; i < 50 && (this.inflight.size > 0 || this.ticking); i++)
       await new Promise((r) => setTimeout(r, 100));
     await this.flush().catch(() => undefined);
@@ -113,44 +122,125 @@ export class TaskPoller {
     this.failures.delete(id);
   }
 
-  /** The loop's turn: the last polls' outcomes written, due tasks claimed and their polls started; now and then, expiry. */
+  /**
+   * A task may be claimable from `at` (epoch ms; now when absent): one created here (its first
+   * poll), or let go by another instance (a notice). The loop looks then, if it would sleep past it.
+   */
+  due(at = Date.now()): void {
+    this.mayClaim(at);
+    this.wake(at);
+  }
+
+  /** A task may be claimable from `at`. */
+  private mayClaim(at: number): void {
+    this.claimFrom = Math.min(this.claimFrom, at);
+    this.toldDuringLook = Math.min(this.toldDuringLook, at);
+  }
+
+  /** Sets the next turn at `at` (no sooner than `TICK_MS` after the last), unless one is set sooner. */
+  private wake(at: number): void {
+    if (!this.running) return;
+    // A turn under way sets the next one from what it finds; one asked for now follows it.
+    if (this.ticking) this.again ||= this.turns.when(at) <= Date.now();
+    else this.turns.set(at);
+  }
+
+  /**
+   * The loop's turn (docs/tasks.md#the-broker): the polls answered since the last one written, the
+   * claims of polls still out renewed, and, when a task may be due, as many claimed as there are
+   * free poll slots and their polls started, then when the next is due looked up; when due, the
+   * expiry and purge sweeps. It then sleeps until the earliest of what it knows is next (a task's
+   * poll, a renewal, a ttl's end, {@link LOOK_MAX_MS}), or until a poll answers or it is told.
+   */
   async tick(): Promise<void> {
-    if (this.ticking) return;
+    if (this.ticking) {
+      this.again = true;
+      return;
+    }
     this.ticking = true;
+    this.turns.began();
+    let full = false;
     try {
-      if (Date.now() - this.lastSweep > SWEEP_MS) {
-        this.lastSweep = Date.now();
-        await this.deps.ends.expire();
+      if (Date.now() >= this.expireAt) {
+        const n = await this.deps.ends.expire();
+        // More than one sweep's worth: the next turn sweeps again (the look below sets it).
+        this.expireAt = n >= EXPIRE_BATCH ? 0 : Infinity;
+        this.claimFrom = 0;
       }
       await this.flush();
       await this.renew();
       const free = POLL_CONCURRENCY - this.inflight.size;
-      if (free <= 0 || this.timer === undefined) return;
-      // Before the claim is sent: the claim's own time (the database's) is no earlier.
-      const claimedAt = Date.now();
-      const rows = await this.deps.store.claimDue(this.deps.instance, this.deps.settings.leaseMs, free, this.flightMs);
-      this.claims.record(rows.length);
-      for (const row of rows) {
-        // Still polled from an earlier claim: that poll writes its outcome.
-        if (this.inflight.has(row.id)) continue;
-        this.inflight.add(row.id);
-        this.claimedAt.set(row.id, claimedAt);
-        void this.poll(row).finally(() => {
-          this.inflight.delete(row.id);
-          this.claimedAt.delete(row.id);
-        });
+      if (free > 0 && this.running && Date.now() >= this.claimFrom) {
+        // The purge rides on a turn that claims (it never wakes the loop by itself).
+        if (Date.now() >= this.purgeAt) {
+          this.purgeAt = Date.now() + PURGE_MS;
+          await this.deps.ends.purge();
+        }
+        // Before the claim is sent: the claim's own time (the database's) is no earlier.
+        const claimedAt = Date.now();
+        const rows = await this.deps.store.claimDue(
+          this.deps.instance,
+          this.deps.settings.leaseMs,
+          free,
+          this.flightMs,
+        );
+        this.claims.record(rows.length);
+        for (const row of rows) {
+          // Still polled from an earlier claim: that poll writes its outcome.
+          if (this.inflight.has(row.id)) continue;
+          this.inflight.add(row.id);
+          this.claimedAt.set(row.id, claimedAt);
+          void this.poll(row).finally(() => {
+            this.inflight.delete(row.id);
+            this.claimedAt.delete(row.id);
+            // Its outcome is written at the next turn (with the others answered by then).
+            this.wake(Date.now() + TICK_MS);
+          });
+        }
+        full = rows.length === free;
+        // Some due: more may be by the next turn (a busy loop claims each turn, as it always
+        // did). None: when the next is due is looked up, and the loop sleeps until then.
+        if (rows.length > 0) this.claimFrom = Date.now();
+        else await this.look();
       }
-      this.again = rows.length === free;
     } catch (err) {
       // Postgres away: nothing is lost (the rows wait), polling resumes when it answers.
       this.deps.log.warn('task polling could not claim tasks', { err: err as Error });
+      const retry = Date.now() + RETRY_MS;
+      this.claimFrom = Math.max(this.claimFrom, retry);
+      if (this.expireAt < retry) this.expireAt = retry;
     } finally {
       this.ticking = false;
     }
-    if (this.again && this.timer !== undefined) {
+    if (!this.running) return;
+    if (full || this.again) {
       this.again = false;
       setImmediate(() => void this.tick());
+      return;
     }
+    this.wake(this.nextTurn());
+  }
+
+  /** When the next poll may be claimed and the next ttl ends, from the rows (one statement). */
+  private async look(): Promise<void> {
+    const now = Date.now();
+    this.toldDuringLook = Infinity;
+    const { pollInMs, expireInMs } = await this.deps.store.nextDue(this.deps.instance);
+    this.claimFrom = Math.min(now + Math.min(pollInMs ?? Infinity, this.lookMaxMs), this.toldDuringLook);
+    this.expireAt = expireInMs === null ? Infinity : now + expireInMs;
+  }
+
+  /** The earliest of what the loop knows is next: a claim, a renewal, a ttl's end, answers to write. */
+  private nextTurn(): number {
+    let at = Math.min(this.claimFrom, this.expireAt);
+    if (this.done.length > 0) at = Math.min(at, Date.now() + TICK_MS);
+    for (const claimed of this.claimedAt.values()) at = Math.min(at, claimed + this.flightMs / 2 + 1);
+    return at;
+  }
+
+  /** The longest sleep without a look at the rows: the lease, at most {@link LOOK_MAX_MS}. */
+  private get lookMaxMs(): number {
+    return Math.max(TICK_MS, Math.min(LOOK_MAX_MS, this.deps.settings.leaseMs));
   }
 
   /**
@@ -173,6 +263,8 @@ export class TaskPoller {
     if (this.done.length === 0) return;
     const batch = this.done;
     this.done = [];
+    // Their next polls are due from then: a claim may find them.
+    for (const d of batch) this.mayClaim(d.next.getTime());
     try {
       await this.deps.store.pollsDone(this.deps.instance, this.deps.settings.leaseMs, batch);
     } catch (err) {
@@ -246,13 +338,15 @@ export class TaskPoller {
       this.done.push({ id: row.id, next: new Date(answered + jitter(interval)) });
       return task.status;
     }
+    const nextPollAt = new Date(answered + jitter(interval));
     const ok = await this.deps.store.polled(row.id, this.deps.instance, {
       state,
       statusMessage: message,
       pollIntervalMs: interval,
-      nextPollAt: new Date(answered + jitter(interval)),
+      nextPollAt,
       leaseMs: this.deps.settings.leaseMs,
     });
+    this.mayClaim(nextPollAt.getTime());
     if (!ok) return task.status;
     if (state !== row.state || message !== row.status_message) this.deps.changed(row, state, message);
     // A question goes to the input-request path; one the connector cannot put to anyone ends the task.

@@ -1,7 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { sql, type Selectable } from 'kysely';
-import { TaskStates, TASK_LIST_MAX, type TaskState, type TaskView } from '@mcpx/contracts';
+import { TASK_LIST_MAX, type TaskState } from '@mcpx/contracts';
 import type { Db, TasksTable } from '@mcpx/db';
+import { TASKS_CHANNEL, TaskNotices } from './task-notices.js';
+
+export { isOpen, newTaskId, taskView } from './task-rows.js';
 
 export type TaskRow = Selectable<TasksTable>;
 
@@ -48,27 +50,6 @@ export function answerersOf(row: TaskRow): TaskAnswerers {
   }
 }
 
-const BASE32 = 'abcdefghijklmnopqrstuvwxyz234567';
-
-/** `tsk_` and 24 base32 characters (120 random bits): the connector's id, never the server's. */
-export function newTaskId(): string {
-  const bytes = randomBytes(15);
-  let bits = 0;
-  let value = 0;
-  let out = '';
-  for (const b of bytes) {
-    value = (value << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += BASE32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  return `tsk_${out}`;
-}
-
-const OPEN = [TaskStates.working, TaskStates.inputRequired];
-
 /**
  * The proxy's tasks (`proxy.tasks`): thin queries, every one naming its account or the lease
  * holder. The lease lives in the row: an instance claims due tasks with `FOR UPDATE SKIP LOCKED`
@@ -78,10 +59,14 @@ const OPEN = [TaskStates.working, TaskStates.inputRequired];
  * past it) cannot overwrite what the new holder found.
  */
 export class TaskStore {
+  /** Statements sent (`/stats`' `taskStatements`: an idle proxy sends none while no task is due). */
+  statements = 0;
+
   constructor(private readonly db: Db) {}
 
   /** Writes a new task's row and answers it as written. Its lease holds until its first poll is due and `leaseMs` more. */
   async create(t: NewTask): Promise<TaskRow> {
+    this.statements++;
     const now = Date.now();
     return await this.db
       .insertInto('proxy.tasks')
@@ -113,6 +98,7 @@ export class TaskStore {
 
   /** Open tasks of the account (the running-tasks quota counts them). */
   async countOpen(account: string): Promise<number> {
+    this.statements++;
     const row = await this.db
       .selectFrom('proxy.tasks')
       .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -131,6 +117,7 @@ export class TaskStore {
    * once answered, sets the next one from its answer's time.
    */
   async claimDue(owner: string, leaseMs: number, limit: number, flightMs: number): Promise<TaskRow[]> {
+    this.statements++;
     const result = await sql<TaskRow>`
       WITH due AS (
         SELECT id, poll_interval_ms * (0.9 + random() * 0.2) + ${flightMs}::float8 AS wait_ms
@@ -149,11 +136,31 @@ export class TaskStore {
   }
 
   /**
+   * When the poll loop of `owner` next has something to do, in ms from the database's now (one
+   * statement over the open tasks, `tasks_due`'s rows): the earliest time a claim by `owner` can
+   * find a task (its next poll, and for a task another instance holds, its lease's end: it is
+   * claimable only once that lapses) and the earliest end of an open task's ttl. Null: none.
+   */
+  async nextDue(owner: string): Promise<{ pollInMs: number | null; expireInMs: number | null }> {
+    const result = await sql<{ poll_in_ms: number | null; expire_in_ms: number | null }>`
+      SELECT
+        extract(epoch FROM min(CASE WHEN lease_owner = ${owner} OR lease_until IS NULL THEN next_poll_at
+          ELSE GREATEST(next_poll_at, lease_until) END) - now()) * 1000 AS poll_in_ms,
+        extract(epoch FROM min(expires_at) - now()) * 1000 AS expire_in_ms
+      FROM proxy.tasks WHERE finished_at IS NULL`.execute(this.db);
+    const row = result.rows[0];
+    const ms = (v: number | string | null | undefined): number | null =>
+      v === null || v === undefined ? null : Number(v);
+    return { pollInMs: ms(row?.poll_in_ms), expireInMs: ms(row?.expire_in_ms) };
+  }
+
+  /**
    * Renews the claims of polls still waiting for their `tasks/get`, in one statement: each task's
    * next poll at least its interval less its jitter (−10 %) and `flightMs` from now, its lease past
    * that by `leaseMs`. Fenced by the lease holder; a poll's answer sets its next poll afterwards.
    */
   async renew(owner: string, leaseMs: number, ids: string[], flightMs: number): Promise<number> {
+    this.statements++;
     if (ids.length === 0) return 0;
     const r = await sql`
       UPDATE proxy.tasks t SET
@@ -169,6 +176,7 @@ export class TaskStore {
    * `leaseMs` more. Fenced by the lease holder. Returns how many were written.
    */
   async pollsDone(owner: string, leaseMs: number, done: { id: string; next: Date }[]): Promise<number> {
+    this.statements++;
     if (done.length === 0) return 0;
     const ids = done.map((d) => d.id);
     const nexts = done.map((d) => d.next.toISOString());
@@ -195,6 +203,7 @@ export class TaskStore {
       leaseMs?: number;
     },
   ): Promise<boolean> {
+    this.statements++;
     const r = await this.db
       .updateTable('proxy.tasks')
       .set({
@@ -229,6 +238,7 @@ export class TaskStore {
       error?: { code: string; message: string };
     },
   ): Promise<TaskRow | null> {
+    this.statements++;
     let q = this.db
       .updateTable('proxy.tasks')
       .set({
@@ -249,6 +259,7 @@ export class TaskStore {
   }
 
   async get(account: string, id: string): Promise<TaskRow | null> {
+    this.statements++;
     return (
       (await this.db
         .selectFrom('proxy.tasks')
@@ -261,6 +272,7 @@ export class TaskStore {
 
   /** Which of these tasks are still open (a finished or purged one is not answered). */
   async openOf(ids: string[]): Promise<string[]> {
+    this.statements++;
     if (ids.length === 0) return [];
     const rows = await this.db
       .selectFrom('proxy.tasks')
@@ -273,6 +285,7 @@ export class TaskStore {
 
   /** The account's tasks (one agent's, when named), newest first. */
   async list(account: string, agent: string | undefined, limit: number): Promise<TaskRow[]> {
+    this.statements++;
     let q = this.db.selectFrom('proxy.tasks').selectAll().where('account_id', '=', account);
     if (agent !== undefined) q = q.where('agent_id', '=', agent);
     return await q.orderBy('created_at', 'desc').limit(Math.min(limit, TASK_LIST_MAX)).execute();
@@ -280,6 +293,7 @@ export class TaskStore {
 
   /** Names the input request a task's open question waits on (null: answered), fenced by the lease holder. */
   async asked(id: string, owner: string, inputRequestId: string | null): Promise<boolean> {
+    this.statements++;
     const r = await this.db
       .updateTable('proxy.tasks')
       .set({ input_request_id: inputRequestId, updated_at: new Date() })
@@ -295,6 +309,7 @@ export class TaskStore {
    * (`busy`): another instance claims the rest at its next tick instead of waiting for them to lapse.
    */
   async release(owner: string, busy: string[]): Promise<number> {
+    this.statements++;
     let q = this.db
       .updateTable('proxy.tasks')
       .set({ lease_owner: null, lease_until: null })
@@ -302,11 +317,33 @@ export class TaskStore {
       .where('finished_at', 'is', null);
     if (busy.length > 0) q = q.where('id', 'not in', busy);
     const r = await q.executeTakeFirst();
-    return Number(r.numUpdatedRows);
+    const n = Number(r.numUpdatedRows);
+    if (n > 0) await this.notify(TaskNotices.freed);
+    return n;
+  }
+
+  /** A notice on {@link TASKS_CHANNEL} to every instance listening (delivered once this statement commits). */
+  async notify(payload: string): Promise<void> {
+    this.statements++;
+    await sql`SELECT pg_notify(${TASKS_CHANNEL}, ${payload})`.execute(this.db);
+  }
+
+  /** A task's row once it has ended (any account: the id is the connector's own, from a notice); null while it is open. */
+  async endedRow(id: string): Promise<TaskRow | null> {
+    this.statements++;
+    return (
+      (await this.db
+        .selectFrom('proxy.tasks')
+        .selectAll()
+        .where('id', '=', id)
+        .where('finished_at', 'is not', null)
+        .executeTakeFirst()) ?? null
+    );
   }
 
   /** Marks the result taken (the first time); the result stays until the task's ttl ends. */
   async taken(account: string, id: string): Promise<void> {
+    this.statements++;
     await this.db
       .updateTable('proxy.tasks')
       .set({ taken_at: new Date() })
@@ -318,6 +355,7 @@ export class TaskStore {
 
   /** Open tasks past their ttl, claimed for expiry by this instance (at most `limit`). */
   async expiring(limit: number): Promise<TaskRow[]> {
+    this.statements++;
     return await this.db
       .selectFrom('proxy.tasks')
       .selectAll()
@@ -332,47 +370,16 @@ export class TaskStore {
    * keeps its short typed error); its row stays an hour more, so its end can still be read.
    */
   async purge(limit: number): Promise<number> {
+    this.statements++;
     await sql`UPDATE proxy.tasks SET result_cbor = NULL WHERE id IN (
       SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() AND state = 'completed' AND result_cbor IS NOT NULL LIMIT ${limit})`.execute(
       this.db,
     );
+    this.statements++;
     const r = await sql`DELETE FROM proxy.tasks WHERE id IN (
       SELECT id FROM proxy.tasks WHERE finished_at IS NOT NULL AND expires_at <= now() - interval '1 hour' LIMIT ${limit})`.execute(
       this.db,
     );
     return Number(r.numAffectedRows ?? 0);
   }
-}
-
-/** Whether a row's state is open (still polled). */
-export function isOpen(row: TaskRow): boolean {
-  return row.finished_at === null && (OPEN as string[]).includes(row.state);
-}
-
-/** A row as `mcp.proxy.tasks` shows it: never its result, session or auth context; an open one's poller (the instance holding its lease). */
-export function taskView(row: TaskRow): TaskView {
-  return {
-    id: row.id,
-    agent: row.agent_id,
-    run: row.run,
-    server: row.server,
-    tool: row.tool,
-    state: row.state as TaskState,
-    ...(row.status_message !== null ? { statusMessage: row.status_message } : {}),
-    dialect: row.dialect,
-    ...(row.input_request_id !== null && row.state === TaskStates.inputRequired
-      ? { inputRequestId: row.input_request_id }
-      : {}),
-    ...(row.error_code !== null ? { error: { code: row.error_code, message: row.error_message ?? '' } } : {}),
-    resultReady: row.result_cbor !== null,
-    createdAt: iso(row.created_at),
-    updatedAt: iso(row.updated_at),
-    expiresAt: iso(row.expires_at),
-    ...(row.finished_at !== null ? { finishedAt: iso(row.finished_at) } : {}),
-    ...(row.finished_at === null && row.lease_owner !== null ? { poller: row.lease_owner } : {}),
-  };
-}
-
-function iso(d: Date | string): string {
-  return (d instanceof Date ? d : new Date(d)).toISOString();
 }
