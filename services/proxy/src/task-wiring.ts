@@ -13,10 +13,18 @@ import type { InputGate } from './input-requests.js';
 import type { replyLimits } from './reply-limits.js';
 import { TaskBroker, type StoredOutcome } from './tasks/task-broker.js';
 import { TaskCalls, taskRun } from './tasks/task-calls.js';
+import { TaskEventsReplay } from './tasks/task-events-replay.js';
 import { TaskStore, type TaskRow } from './tasks/task-store.js';
 
 /** How long the DELETE that ends an ended 2025 task's session may take. */
 const SESSION_END_TIMEOUT_MS = 10_000;
+
+/** What is published while NATS is down is lost with the connection: each task's last event goes again once it is back. */
+function replayedEvents(bus: Bus, telemetry: Telemetry, log: Logger): TaskEventsReplay {
+  const events = new TaskEventsReplay((subject, event) => bus.notify(subject, event), telemetry.meter);
+  events.follow(bus.nc, (err) => log.warn('task events could not be published again', { err }));
+  return events;
+}
 
 /**
  * Brokered tasks: rows in Postgres, polled under a lease by one instance at a time, each reached
@@ -73,13 +81,14 @@ export function brokeredTasks(d: {
       endWithOutcome(span, ok ? undefined : 'transport_error');
     }
   };
+  const events = replayedEvents(bus, telemetry, d.log);
   const broker: TaskBroker = new TaskBroker({
     store: taskStore,
     instance: d.instance,
     settings: d.config.proxy.tasks ?? DEFAULT_TASK_SETTINGS,
     target,
     shape: (row, result, ms): StoredOutcome => taskCalls.shape(row, result, ms),
-    publish: (subject, event) => bus.notify(subject, event),
+    publish: (subject, event) => events.send(subject, event),
     subjects: bus.subjects,
     tracer: telemetry.tracer,
     meter: telemetry.meter,
