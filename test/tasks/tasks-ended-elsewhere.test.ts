@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeTaskEvent, type TaskEvent } from '@mcpx/contracts';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
+import { firstCompleted } from '../support/fixtures/task-systems.js';
 
 interface Stats {
   runs: number;
@@ -59,14 +59,7 @@ describe('a task that ends on another instance than its creator', () => {
     expect((await stats(other)).liveTasks).toBe(0);
 
     // The task's end, as published: only the other instance runs while the creator is stopped.
-    const sub = system.nc.subscribe(system.subjects.taskStatus(system.account, id!));
-    const completed = (async (): Promise<TaskEvent | undefined> => {
-      for await (const msg of sub) {
-        const event = decodeTaskEvent(msg.data);
-        if (event.state === 'completed') return event;
-      }
-      return undefined;
-    })();
+    const { completed, sub } = firstCompleted(system.nc, system.subjects.taskStatus(system.account, id!));
     await system.nc.flush();
     creator.child.kill('SIGSTOP');
     try {
@@ -94,14 +87,7 @@ describe('a task that ends on another instance than its creator', () => {
     const other = procs[1]!;
     const run = 'r-woken';
     system.client.stick(run, creator.instance);
-    const sub = system.nc.subscribe(system.subjects.taskEventsOf(system.account));
-    const completed = (async (): Promise<TaskEvent | undefined> => {
-      for await (const msg of sub) {
-        const event = decodeTaskEvent(msg.data);
-        if (event.state === 'completed') return event;
-      }
-      return undefined;
-    })();
+    const { completed, sub } = firstCompleted(system.nc, system.subjects.taskEventsOf(system.account));
     await system.nc.flush();
     const woken = (await stats(creator)).taskWaitsWokenElsewhere ?? 0;
     const call = system.call(

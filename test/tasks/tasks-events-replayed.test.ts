@@ -5,6 +5,7 @@ import { startFaultyFront, type FaultyFront } from '../ops/support/faulty-front.
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
+import { taskInRow } from '../support/fixtures/task-systems.js';
 
 /**
  * A task that ends while its proxy's NATS link is down (docs/tasks.md#faults): nats.js drops what
@@ -77,15 +78,7 @@ describe("a task's end published while the proxy's NATS link is down", () => {
       // The link goes down: open connections cut, new ones accepted and never answered.
       front.mode = 'blackhole';
       front.cut();
-      await eventually(
-        async () =>
-          (await db.query<{ state: string }>('SELECT state FROM proxy.tasks WHERE id = $1', [id])).rows[0]?.state ===
-          'completed'
-            ? true
-            : undefined,
-        60_000,
-        'the task ended in its row while the link was down',
-      );
+      await taskInRow(db, id!, 'completed', 60_000, 'the task ended in its row while the link was down');
       // Its end was published into the dead link: nothing arrived.
       await new Promise((r) => setTimeout(r, 500));
       expect(events.filter((e) => e.state === 'completed')).toEqual([]);
