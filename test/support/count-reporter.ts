@@ -10,8 +10,14 @@ export default class CountReporter implements Reporter {
     for (const mod of modules) {
       let failedHere = 0;
       for (const test of mod.children.allTests()) {
-        const state = test.result().state;
-        if (state === 'passed' && test.diagnostic()?.flaky === true) flaky.push(`${mod.moduleId} > ${test.fullName}`);
+        const result = test.result();
+        const state = result.state;
+        if (state === 'passed' && test.diagnostic()?.flaky === true) {
+          // What the failed attempt threw (kept on a retried test's result), so the flake can be read from the log.
+          const first = result.errors?.[0];
+          const why = first === undefined ? '' : `\n  first attempt: ${firstLine(first.message)}`;
+          flaky.push(`${mod.moduleId} > ${test.fullName}${why}`);
+        }
         if (state === 'passed') passed++;
         else if (state === 'failed') failedHere++;
         else skipped++;
@@ -26,4 +32,9 @@ export default class CountReporter implements Reporter {
     const tail = skipped > 0 ? `, ${skipped} skipped` : '';
     process.stdout.write(`\n${passed} passed, ${failed} failed${tail}\n`);
   }
+}
+
+/** The first line of an error's message, cut to 300 characters. */
+function firstLine(message: string | undefined): string {
+  return (message ?? '(no message)').split('\n')[0]!.slice(0, 300);
 }
