@@ -1,5 +1,5 @@
-import pg from 'pg';
 import { AGENT_TOKENS_CHANNEL, agentTokenHash, isAgentTokenShape } from '@mcpx/contracts';
+import { listenChannel, type ChannelListener } from '@mcpx/db';
 import type { EndpointReads } from '@mcpx/stored';
 import type { Logger } from '@mcpx/log';
 
@@ -44,10 +44,7 @@ const RECHECK_BATCH = 500;
  */
 export class AgentTokens {
   private readonly cache = new Map<string, { grant: TokenGrant; at: number }>();
-  private listener: pg.Client | undefined;
-  private listening = false;
-  private closed = false;
-  private retry: NodeJS.Timeout | undefined;
+  private listener: ChannelListener | undefined;
   private recheck: NodeJS.Timeout | undefined;
   private rechecking = false;
   /** Counts revocation notices: a read that one overtook does not cache what it read. */
@@ -63,51 +60,43 @@ export class AgentTokens {
     private readonly log: Logger,
   ) {}
 
-  /** Opens the listening connection (and keeps reopening it when it drops). */
+  /**
+   * Opens the listening connection (`listenChannel`: reopened when it drops); resolves once it
+   * listens or its first attempt failed (every request then reads the row until it is back).
+   */
   async start(): Promise<void> {
     this.recheck = setInterval(() => void this.recheckWatched(), RECHECK_MS);
     this.recheck.unref();
-    await this.connect().catch((err: unknown) => {
-      this.log.warn('token revocation channel unavailable: tokens are read on every request until it is back', {
-        err: err as Error,
+    let heard = false;
+    await new Promise<void>((settled) => {
+      this.listener = listenChannel(this.databaseUrl, AGENT_TOKENS_CHANNEL, {
+        applicationName: 'endpoint-tokens',
+        onNotice: (hash) => {
+          if (hash === '') return;
+          this.notices++;
+          this.cache.delete(hash);
+          // Every notice means the hash no longer grants (revoked, its sign-in ended, or replaced by
+          // a refresh): its open streams end now, without a read.
+          this.end(hash, 'revoked');
+        },
+        onListening: () => {
+          heard = true;
+          settled();
+          // Notices sent while the channel was down are lost: the watched tokens are read again.
+          void this.recheckWatched();
+        },
+        onLost: (err) => {
+          this.cache.clear();
+          this.log.warn(
+            heard
+              ? 'token revocation channel lost: reconnecting'
+              : 'token revocation channel unavailable: tokens are read on every request until it is back',
+            { ...(err !== undefined ? { err } : {}) },
+          );
+          settled();
+        },
       });
-      this.scheduleReconnect();
     });
-  }
-
-  private async connect(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl, application_name: 'endpoint-tokens' });
-    const lost = (): void => {
-      if (this.listener !== client) return;
-      this.listening = false;
-      this.listener = undefined;
-      this.cache.clear();
-      client.end().catch(() => undefined);
-      if (!this.closed) {
-        this.log.warn('token revocation channel lost: reconnecting');
-        this.scheduleReconnect();
-      }
-    };
-    client.on('error', lost);
-    client.on('end', lost);
-    client.on('notification', (n) => {
-      if (n.channel !== AGENT_TOKENS_CHANNEL || typeof n.payload !== 'string') return;
-      this.notices++;
-      this.cache.delete(n.payload);
-      // Every notice means the hash no longer grants (revoked, its sign-in ended, or replaced by
-      // a refresh): its open streams end now, without a read.
-      this.end(n.payload, 'revoked');
-    });
-    await client.connect();
-    await client.query(`LISTEN ${AGENT_TOKENS_CHANNEL}`);
-    if (this.closed) {
-      await client.end();
-      return;
-    }
-    this.listener = client;
-    this.listening = true;
-    // Notices sent while the channel was down are lost: the watched tokens are read again.
-    await this.recheckWatched();
   }
 
   /**
@@ -196,23 +185,9 @@ export class AgentTokens {
     };
   }
 
-  private scheduleReconnect(): void {
-    if (this.closed || this.retry !== undefined) return;
-    this.retry = setTimeout(() => {
-      this.retry = undefined;
-      this.connect().catch(() => this.scheduleReconnect());
-    }, 2_000);
-    this.retry.unref();
-  }
-
   async close(): Promise<void> {
-    this.closed = true;
-    clearTimeout(this.retry);
     clearInterval(this.recheck);
-    const l = this.listener;
-    this.listener = undefined;
-    this.listening = false;
-    await l?.end().catch(() => undefined);
+    await this.listener?.stop();
   }
 
   /** The grant of an `Authorization` header's bearer token, or why it is refused. */
@@ -237,7 +212,7 @@ export class AgentTokens {
     }
     if (typeof grant === 'string') return grant;
     this.hashes.set(grant, hash);
-    if (this.listening && notices === this.notices) {
+    if (this.listener?.listening === true && notices === this.notices) {
       this.cache.set(hash, { grant, at: now });
       if (this.cache.size > MAX_CACHED) this.cache.delete(this.cache.keys().next().value as string);
     }
