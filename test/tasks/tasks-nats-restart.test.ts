@@ -126,6 +126,12 @@ describe('a task through a NATS restart', { timeout: 180_000 }, () => {
       });
       await eventually(async () => (reconnects > 0 ? true : undefined), 30_000, 'the runtime reconnected');
       await expect(tasks.getTask(api.principal, id)).rejects.toMatchObject({ code: 'transport_error' });
+      // The wait's own read after its reconnection finds no proxy, before the proxy (and its end, published again) is back.
+      await eventually(
+        async () => (reads.includes('outage') ? true : undefined),
+        30_000,
+        "the wait's read found no proxy",
+      );
     } finally {
       proxy.child.kill('SIGCONT');
       (statuses as { stop?: () => void }).stop?.();
