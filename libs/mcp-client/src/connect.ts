@@ -26,6 +26,7 @@ import type { ConnectionCore } from './connection-core.js';
 import type { McpConnection, McpTransportKind } from './mcp-connection.js';
 import { ListedTools } from './listed-tools.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
+import { SessionStream } from './session-stream.js';
 
 export type { ElicitationHandler, SamplingHandler } from './elicitation.js';
 
@@ -292,7 +293,9 @@ async function connectWith(
 ): Promise<ConnectionCore> {
   const { url, opts, deadline, timeoutMs } = run;
   const observations: FetchObservations = {};
-  const fetchFn = trackedFetch(opts.fetch ?? globalThis.fetch, observations);
+  // A stream that opens or ends makes what was listed before stale: changes may have gone unheard.
+  const sessionStream = kind === 'http' ? new SessionStream(() => run.listed.streamChanged()) : undefined;
+  const fetchFn = trackedFetch(opts.fetch ?? globalThis.fetch, observations, sessionStream);
   const requestInit: RequestInit = { headers: { ...opts.headers } };
   const http = kind === 'http' ? new StreamEndAwareTransport(url, { requestInit, fetch: fetchFn }) : undefined;
   const transport: Transport = http ?? new SSEClientTransport(url, { requestInit, fetch: fetchFn });
@@ -355,7 +358,7 @@ async function connectWith(
       secrets,
     });
   }
-  return { client, kind, sdkTransport: transport, verdict, observations };
+  return { client, kind, sdkTransport: transport, verdict, observations, ...(sessionStream ? { sessionStream } : {}) };
 }
 
 async function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

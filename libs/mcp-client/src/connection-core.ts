@@ -20,6 +20,7 @@ import { traceMeta } from './call-request.js';
 import { type LegacyTarget, type ModernTarget, type ToolCallTarget } from './call-target.js';
 import type { FetchObservations } from './tracked-fetch.js';
 import type { ListedTools } from './listed-tools.js';
+import type { SessionStream } from './session-stream.js';
 
 /** One established SDK client on one transport, and the verdict it ran on. */
 export interface ConnectionCore {
@@ -28,6 +29,11 @@ export interface ConnectionCore {
   sdkTransport: Transport;
   verdict: EraVerdict;
   observations: FetchObservations;
+  /**
+   * Streamable HTTP: whether the legacy session's GET event stream is open (its server's
+   * notifications reach the connection only on it). Unset on SSE, whose stream is the connection.
+   */
+  sessionStream?: SessionStream;
 }
 
 export interface ConnectionContext {

@@ -164,7 +164,9 @@ export class Connection implements McpConnection {
   #freshForMs(listed: ToolsWithHints, maxAgeMs: number): number {
     const core = this.#core;
     if (core.verdict.era === 'modern') return Math.min(listed.ttlMs ?? 0, maxAgeMs);
-    return core.client.getServerCapabilities()?.tools?.listChanged === true ? maxAgeMs : 0;
+    // A legacy server's word that it announces changes holds only while they can reach us.
+    const hearing = core.sessionStream?.open ?? true;
+    return hearing && core.client.getServerCapabilities()?.tools?.listChanged === true ? maxAgeMs : 0;
   }
 
   taskTarget(): TaskWireTarget | undefined {

@@ -88,6 +88,23 @@ describe('a connection’s listed tools', () => {
     expect((await listed.current(byTtl(60_000), list, 2)).tools[0]?.name).toBe('new');
   });
 
+  it('a notification stream that opened or ended makes the last listing stale; one under way is still shared', async () => {
+    const listed = new ListedTools();
+    const l = lister(() => tools('a', 60_000));
+    await listed.current(byTtl(60_000), l.list, 0);
+    listed.streamChanged();
+    expect(await listed.current(byTtl(60_000), l.list, 1)).toMatchObject({ reused: false, listedAt: 1 });
+    expect(await listed.current(byTtl(60_000), l.list, 2)).toMatchObject({ reused: true, listedAt: 1 });
+    const underWay = listed.track(l.list, true, 3);
+    listed.streamChanged();
+    const shared = listed.current(byTtl(60_000), l.list, 4);
+    await underWay;
+    expect(await shared).toMatchObject({ reused: false, listedAt: 3 });
+    expect(l.runs()).toBe(3);
+    // Asked for before the stream changed: not reused later.
+    expect(await listed.current(byTtl(60_000), l.list, 5)).toMatchObject({ reused: false, listedAt: 5 });
+  });
+
   it('a failed listing keeps nothing', async () => {
     const listed = new ListedTools();
     await expect(listed.current(byTtl(60_000), () => Promise.reject(new Error('down')), 0)).rejects.toThrow('down');

@@ -20,6 +20,8 @@ interface Listing {
   startedAt: number;
   /** The changes heard when it was asked for: one heard since makes it stale. */
   heard: number;
+  /** The openings and ends of the notification stream when it was asked for: one since makes it stale too. */
+  gaps: number;
 }
 
 /**
@@ -29,6 +31,7 @@ interface Listing {
  */
 export class ListedTools {
   #heard = 0;
+  #gaps = 0;
   #last: Listing | undefined;
   #inflight: { promise: Promise<ToolsWithHints>; startedAt: number; heard: number } | undefined;
 
@@ -38,14 +41,24 @@ export class ListedTools {
   }
 
   /**
+   * The stream the server's notifications come on opened or ended: a change may have gone unheard
+   * while none was open, so a listing asked for before is not reused. One under way is still
+   * shared: it is as recent as the caller's own would be, and no change was heard.
+   */
+  streamChanged(): void {
+    this.#gaps++;
+  }
+
+  /**
    * Runs `list` and keeps its result as the connection's last listing (unless a newer one is kept
    * already). `shared`: callers of {@link current} may wait for this listing instead of sending
    * their own (a listing bound to one caller's signal is not shared).
    */
   track(list: () => Promise<ToolsWithHints>, shared: boolean, now: number): Promise<ToolsWithHints> {
     const heard = this.#heard;
+    const gaps = this.#gaps;
     const promise = list().then((result) => {
-      if (this.#last === undefined || this.#last.startedAt <= now) this.#last = { result, startedAt: now, heard };
+      if (this.#last === undefined || this.#last.startedAt <= now) this.#last = { result, startedAt: now, heard, gaps };
       return result;
     });
     if (shared) {
@@ -60,8 +73,8 @@ export class ListedTools {
   }
 
   /**
-   * The last listing while it is fresh: no change heard since it was asked for, and younger than
-   * `freshForMs(listing)`. Else the listing under way that started after the last change heard,
+   * The last listing while it is fresh: no change heard since it was asked for, nor the stream of
+   * changes opened or ended, and younger than `freshForMs(listing)`. Else the listing under way that started after the last change heard,
    * else a new one (`list`). Concurrent callers share one listing.
    */
   async current(
@@ -70,7 +83,12 @@ export class ListedTools {
     now: number,
   ): Promise<CurrentTools> {
     const last = this.#last;
-    if (last !== undefined && last.heard === this.#heard && now - last.startedAt < freshForMs(last.result)) {
+    if (
+      last !== undefined &&
+      last.heard === this.#heard &&
+      last.gaps === this.#gaps &&
+      now - last.startedAt < freshForMs(last.result)
+    ) {
       return { ...last.result, listedAt: last.startedAt, reused: true };
     }
     const inflight = this.#inflight;

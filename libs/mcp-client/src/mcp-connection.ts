@@ -208,8 +208,9 @@ export interface McpConnection {
    * share. Fresh means no `notifications/tools/list_changed` heard since it was asked for (nor
    * {@link markToolsChanged}), and younger than the server lets a client keep it: a modern list's
    * `ttlMs` (absent: 0, stale at once, as the 2026-07-28 caching rules say); a legacy server's only
-   * while it advertises `tools.listChanged` (it says when its list changes); never longer than
-   * `maxAgeMs`. Throws {@link McpClientError}.
+   * while it advertises `tools.listChanged` (it says when its list changes) and its notifications
+   * can reach the connection: on Streamable HTTP, while the session's GET stream is open, and only
+   * a listing asked for since it opened; never longer than `maxAgeMs`. Throws {@link McpClientError}.
    */
   currentTools(opts: CurrentToolsOptions): Promise<CurrentTools>;
   /**

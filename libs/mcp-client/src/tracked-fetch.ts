@@ -1,3 +1,5 @@
+import { isEventStream, opensSessionStream, type SessionStream } from './session-stream.js';
+
 /** What the connection's fetch saw last: lets errors name a 401 challenge or a socket error. */
 export interface FetchObservations {
   /** `WWW-Authenticate` of the last 401 response. */
@@ -37,8 +39,15 @@ const PASS_THROUGH_STATUSES = new Set([101, 204, 205, 301, 302, 303, 304, 307, 3
  * resets it). Here each request gets its own AbortController, registered with the shared signal
  * (one listener per shared signal) and released as soon as its response body is finished,
  * cancelled or failed.
+ *
+ * `stream`: told when a legacy session's own GET event stream opens and ends (see
+ * {@link SessionStream}).
  */
-export function trackedFetch(baseFetch: typeof fetch, observations: FetchObservations): typeof fetch {
+export function trackedFetch(
+  baseFetch: typeof fetch,
+  observations: FetchObservations,
+  stream?: SessionStream,
+): typeof fetch {
   return async (input, init) => {
     const shared = init?.signal ?? undefined;
     const controller = new AbortController();
@@ -68,11 +77,19 @@ export function trackedFetch(baseFetch: typeof fetch, observations: FetchObserva
         if (challenge !== null) observations.wwwAuthenticate = challenge;
       }
     }
-    if (!shared || !response.body || PASS_THROUGH_STATUSES.has(response.status)) {
+    const ended =
+      stream !== undefined && response.body !== null && opensSessionStream(init) && isEventStream(response)
+        ? stream.opened()
+        : undefined;
+    const release = (): void => {
       unlink();
+      ended?.();
+    };
+    if ((!shared && ended === undefined) || !response.body || PASS_THROUGH_STATUSES.has(response.status)) {
+      release();
       return response;
     }
-    return withReleasingBody(response, () => unlink());
+    return withReleasingBody(response, release);
   };
 }
 
