@@ -146,18 +146,53 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
 
   it("legacy server: the session's tools/list_changed makes the connection's listing stale; the next call on the run is refused, the server not called", async () => {
     const remote = await start({ era: 'legacy' });
-    const { send } = await account(remote.url, 'strict');
+    const front = await forwardingFront(remote.url);
+    closers.push(() => front.close());
+    const { send } = await account(front.url, 'strict');
     const run = `strict-${Date.now()}`;
     expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
-    const calls = remote.stats.calls;
-    const lists = remote.stats.listCalls;
-    remote.setTools(ToolShifts.description());
-    // The proxy heard the notification: its quiet discovery listed the server again.
+    // The proxy's session: the one the call ran on (the registry lists on sessions of its own).
+    const session = () => remote.stats.sessions().find((s) => s.calls > 0);
+    // A 2025 server sends list_changed only on a session's GET stream, which the proxy's client
+    // opens in the background after the handshake: the change below must find it open.
     await eventually(
-      async () => (remote.stats.listCalls > lists ? true : undefined),
+      async () => (session()?.streamOpen === true ? true : undefined),
+      HELD_WAIT_MS,
+      "the proxy's session stream to open",
+    );
+    // The proxy reports the new list and the registry lists the server itself and withholds the
+    // tool: a call after that is refused for the withheld tool, not by the proxy's check. No new
+    // session opens until the call is checked, so the registry's listing waits.
+    front.holdHandshakes = true;
+    const calls = remote.stats.calls;
+    const lists = session()!.lists;
+    remote.setTools(ToolShifts.description());
+    // The proxy heard the notification: its quiet discovery listed the server again on that session.
+    await eventually(
+      async () => ((session()?.lists ?? 0) > lists ? true : undefined),
       HELD_WAIT_MS,
       'the notification to be heard',
     );
+    expect(await send(run)).toMatchObject({
+      code: 'held_for_review',
+      details: { server: 'mail', tool: 'mail__send_email' },
+    });
+    expect(remote.stats.calls).toBe(calls);
+    front.holdHandshakes = false;
+  });
+
+  it('legacy server whose session stream is not open yet: a change it could not announce is found before the next call, which is refused, the server not called', async () => {
+    const remote = await start({ era: 'legacy' });
+    // Holds back every GET (event stream): the sessions' streams open late, as on a busy machine.
+    const front = await forwardingFront(remote.url);
+    closers.push(() => front.close());
+    front.holdStreams = true;
+    const { send } = await account(front.url, 'strict');
+    const run = `late-stream-${Date.now()}`;
+    expect(await send(run)).toMatchObject({ result: { text: 'sent to a@b.c' } });
+    const calls = remote.stats.calls;
+    // No session has a stream to hear this on: the server drops its notification.
+    remote.setTools(ToolShifts.description());
     expect(await send(run)).toMatchObject({
       code: 'held_for_review',
       details: { server: 'mail', tool: 'mail__send_email' },
@@ -178,7 +213,7 @@ describe('strict pinning: a call never runs against a contract nobody accepted',
 
   it('no listing to be had: the strict call is refused (transport_error, contract_unverified) and the server not called', async () => {
     const remote = await start();
-    const front = await listFailingFront(remote.url);
+    const front = await forwardingFront(remote.url);
     closers.push(() => front.close());
     const { send } = await account(front.url, 'strict');
     expect(await send()).toMatchObject({ result: { text: 'sent to a@b.c' } });
@@ -308,11 +343,32 @@ async function steady(read: () => number): Promise<number> {
 }
 
 /**
- * A forwarder in front of a modern server that answers `tools/list` with HTTP 503 while
- * `failLists` is set (a server whose listing fails while its calls would still run).
+ * A forwarder in front of a server that answers `tools/list` with HTTP 503 while `failLists` is
+ * set (a server whose listing fails while its calls would still run). While `holdStreams` is set
+ * it holds back every GET (a legacy session's event stream: one the client opens late), and while
+ * `holdHandshakes` is set every `initialize` (no new session opens: the sessions open go on).
+ * What was held goes on once the flag is cleared.
  */
-async function listFailingFront(target: string): Promise<{ url: string; failLists: boolean; close(): Promise<void> }> {
+async function forwardingFront(target: string): Promise<{
+  url: string;
+  failLists: boolean;
+  holdStreams: boolean;
+  holdHandshakes: boolean;
+  close(): Promise<void>;
+}> {
   const state = { failLists: false };
+  const held = { streams: new Holding(), handshakes: new Holding() };
+  const forward = (req: IncomingMessage, res: ServerResponse, body: Buffer): void => {
+    const to = new URL(req.url ?? '/', target);
+    const upstream = httpRequest(to, { method: req.method, headers: { ...req.headers, host: to.host } }, (up) => {
+      res.writeHead(up.statusCode ?? 502, up.headers);
+      up.pipe(res);
+    });
+    upstream.on('error', () => res.destroy());
+    // A client that goes (a GET stream closed) takes its upstream request with it.
+    res.on('close', () => upstream.destroy());
+    upstream.end(body);
+  };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -328,13 +384,9 @@ async function listFailingFront(target: string): Promise<{ url: string; failList
         res.writeHead(503, { 'content-type': 'text/plain' }).end('listing unavailable');
         return;
       }
-      const to = new URL(req.url ?? '/', target);
-      const upstream = httpRequest(to, { method: req.method, headers: { ...req.headers, host: to.host } }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      upstream.end(body);
+      const holding = req.method === 'GET' ? held.streams : method === 'initialize' ? held.handshakes : undefined;
+      if (holding !== undefined) holding.run(() => forward(req, res, body));
+      else forward(req, res, body);
     });
   });
   const listening = await listenOnLoopback(server);
@@ -346,6 +398,34 @@ async function listFailingFront(target: string): Promise<{ url: string; failList
     set failLists(v: boolean) {
       state.failLists = v;
     },
+    get holdStreams() {
+      return held.streams.on;
+    },
+    set holdStreams(v: boolean) {
+      held.streams.set(v);
+    },
+    get holdHandshakes() {
+      return held.handshakes.on;
+    },
+    set holdHandshakes(v: boolean) {
+      held.handshakes.set(v);
+    },
     close: () => listening.close(),
   };
+}
+
+/** Requests held back while `on`, sent on when it is cleared. */
+class Holding {
+  on = false;
+  private readonly waiting: Array<() => void> = [];
+
+  run(go: () => void): void {
+    if (this.on) this.waiting.push(go);
+    else go();
+  }
+
+  set(on: boolean): void {
+    this.on = on;
+    if (!on) for (const go of this.waiting.splice(0)) go();
+  }
 }

@@ -75,6 +75,18 @@ export interface TestMcpServerStats {
   headersSeen: Map<string, string[]>;
   /** The `_meta` of each request a modern or dual server received, by method (the last 20 of each). */
   metaSeen: Map<string, Record<string, unknown>[]>;
+  /**
+   * The legacy sessions open now: each one's `tools/list` and `tools/call` requests handled, and
+   * whether an event stream is open that its unsolicited notifications (`tools/list_changed`) can
+   * go on (a Streamable HTTP session's GET stream; a legacy SSE session's stream is the session).
+   */
+  sessions(): SessionStats[];
+}
+
+export interface SessionStats {
+  lists: number;
+  calls: number;
+  streamOpen: boolean;
 }
 
 export interface TestMcpServer {
@@ -95,6 +107,14 @@ export interface TestMcpServer {
 interface Session {
   server: Server;
   transport: Transport;
+  counts: SessionCounts;
+}
+
+interface SessionCounts {
+  lists: number;
+  calls: number;
+  /** Event streams open for the session's unsolicited messages. */
+  streams: number;
 }
 
 const SERVER_INFO = { name: 'mcpx-test-server', version: '0.1.0' };
@@ -117,13 +137,20 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     traceparents: [],
     headersSeen: new Map(),
     metaSeen: new Map(),
+    sessions: () =>
+      [...sessions.values()].map(({ counts }) => ({
+        lists: counts.lists,
+        calls: counts.calls,
+        streamOpen: counts.streams > 0,
+      })),
   };
   let origin = '';
 
-  function createSessionServer(): Server {
+  function createSessionServer(counts: SessionCounts): Server {
     const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
       stats.listCalls += 1;
+      counts.lists += 1;
       const all = tools.map(toWireTool);
       const pageSize = opts.pageSize;
       if (pageSize === undefined) return { tools: all };
@@ -138,6 +165,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     });
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
       stats.calls += 1;
+      counts.calls += 1;
       const tool = tools.find((t) => t.name === request.params.name);
       if (!tool) {
         return { content: [{ type: 'text', text: `Unknown tool: ${request.params.name}` }], isError: true };
@@ -242,6 +270,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
         return;
       }
       countHandshakes(body);
+      if (req.method === 'GET') countStream(session.counts, res);
       await session.transport.handleRequest(req, res, body);
       return;
     }
@@ -250,11 +279,12 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       return;
     }
     countHandshakes(body);
-    const server = createSessionServer();
+    const counts: SessionCounts = { lists: 0, calls: 0, streams: 0 };
+    const server = createSessionServer(counts);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       onsessioninitialized: (id) => {
-        sessions.set(id, { server, transport });
+        sessions.set(id, { server, transport, counts });
       },
     });
     transport.onclose = () => {
@@ -265,12 +295,13 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
   }
 
   async function handleSseOpen(res: ServerResponse): Promise<void> {
-    const server = createSessionServer();
+    const counts: SessionCounts = { lists: 0, calls: 0, streams: 1 };
+    const server = createSessionServer(counts);
     const transport = new SSEServerTransport('/messages', res);
     transport.onclose = () => {
       sessions.delete(transport.sessionId);
     };
-    sessions.set(transport.sessionId, { server, transport });
+    sessions.set(transport.sessionId, { server, transport, counts });
     await server.connect(transport);
   }
 
@@ -379,6 +410,25 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     },
     close,
     [Symbol.asyncDispose]: close,
+  };
+}
+
+/**
+ * A session's GET, counted as its open stream from when the transport answers it 200 (its event
+ * stream: a refused GET is a 4xx) until it closes. The transport writes the stream's head, then
+ * its events until it ends, so only the head tells when it opened.
+ */
+function countStream(counts: SessionCounts, res: ServerResponse): void {
+  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
+  res.writeHead = (...args: unknown[]) => {
+    const written = writeHead(...args);
+    if (res.statusCode === 200) {
+      counts.streams += 1;
+      res.once('close', () => {
+        counts.streams -= 1;
+      });
+    }
+    return written;
   };
 }
 
