@@ -2,15 +2,16 @@ import { SpanKind, type Counter, type Histogram, type Span } from '@opentelemetr
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
 import type { RemoteTool } from '@mcpx/domain';
+import { isRedisUnavailable } from '@mcpx/shared-state';
 import { McpAttributes, safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { toolsHash } from '../catalog/remote-tools.js';
 import { serverDiscovered } from '../catalog/server-events.js';
 import { pinModeOf, type WantedChange } from '../review/pin-policy.js';
 import { recordPinnedDiscovery } from '../review/pin-store.js';
-import { CredentialError } from '../shared/credential-error.js';
 import { Semaphore } from '../shared/semaphore.js';
 import { ChangeFollower } from './change-follower.js';
+import { customRows } from './custom-rows.js';
 import { withDiscoveryLease } from './discovery-leases.js';
 import { nextProbeDelayMs } from './discovery-schedule.js';
 import {
@@ -27,6 +28,9 @@ import { DiscoveryProbe } from './probe.js';
 import { VerdictStore } from './verdict-store.js';
 
 export type { DiscoveryTarget } from './discovery-types.js';
+
+/** A server's discovery lock: renewed while its holder runs; a crashed holder's expires within this. */
+const DISCOVERY_LOCK = { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 };
 
 /** The pins of a discovery of a pinned server (absent: not pinned, or pins not applied). */
 type Pins = NonNullable<DiscoveryDeps['pins']>;
@@ -109,17 +113,16 @@ export class Discovery {
   }
 
   /**
-   * Connects to the server and lists its tools (SetMcpServer, RefreshMcpServer, re-probe), and
-   * records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
-   * built-in slugs and custom names never meet.
+   * Connects to the server and lists its tools (RefreshMcpServer, an OAuth callback, re-probe),
+   * and records the outcome in `target` (default: the mcp_servers rows). Keyed by (account, name):
+   * built-in slugs and custom names never meet. SetMcpServer's discovery is {@link saveAndDiscover}.
    */
   async discover(
     server: McpServerRecord,
-    trigger: 'set' | 'authorized' | 'refresh' | 'probe' | 'expired' | 'changed',
+    trigger: 'authorized' | 'refresh' | 'probe' | 'expired' | 'changed',
     target: DiscoveryTarget = this.rows,
   ): Promise<McpServerRecord> {
-    const key = `discovery:${server.accountId}:${server.name}`;
-    const opts = { ttlMs: DISCOVERY_LIMITS.connectTimeoutMs + 30_000 };
+    const key = discoveryKey(server.accountId, server.name);
     const lead = () =>
       this.lead(
         server,
@@ -127,17 +130,36 @@ export class Discovery {
         () => this.perAccount(server.accountId, () => this.slots.run(() => this.probe.run(server, target))),
         target,
       );
-    // A set carries the config just saved, and `authorized` the credentials just stored (an OAuth
-    // callback): joining a background discovery in flight would report that discovery's outcome
-    // for the old config or credentials (a 401 right after the right header was saved). They wait
-    // for the lock instead and list with their own. A refresh lists the stored config, so it joins
-    // whatever discovery of it is under way.
-    if (trigger === 'set' || trigger === 'authorized') return this.deps.singleFlight.exclusive(key, opts, lead);
+    // `authorized` carries the credentials just stored (an OAuth callback): joining a background
+    // discovery in flight would report that discovery's outcome for the old credentials (a 401
+    // right after the right token was stored). It waits for the lock instead and lists with its
+    // own. A refresh lists the stored config, so it joins whatever discovery of it is under way.
+    if (trigger === 'authorized') return this.deps.singleFlight.exclusive(key, DISCOVERY_LOCK, lead);
     return this.deps.singleFlight.run(
       key,
-      opts,
+      DISCOVERY_LOCK,
       lead,
       async () => (await target.find(server.accountId, server.name)) ?? server,
+    );
+  }
+
+  /**
+   * SetMcpServer: writes the server with `save`, then lists its tools, every Redis admission of
+   * the discovery taken before `save` writes anything: the server's discovery lock (like
+   * `authorized`, a set waits for a discovery in flight rather than joining it: that one lists
+   * the old config) and one of the account's places for discoveries in flight. So Redis not
+   * answering, or the account's places held past their wait, refuses the set with nothing
+   * written, and its "not run" is true. Once saved, the lock and the lease are renewed and freed
+   * best effort, and Redis lost during the listing itself (an OAuth token's lock) is a failed
+   * discovery like any other: recorded, its re-probe armed, the set answered as saved.
+   */
+  async saveAndDiscover(account: string, name: string, save: () => Promise<McpServerRecord>): Promise<McpServerRecord> {
+    return this.deps.singleFlight.exclusive(discoveryKey(account, name), DISCOVERY_LOCK, () =>
+      this.perAccount(account, async () => {
+        const server = await save();
+        const listed = () => this.slots.run(() => this.probe.run(server, this.rows)).catch(redisLostOutcome);
+        return this.lead(server, 'set', listed, this.rows);
+      }),
     );
   }
 
@@ -198,7 +220,7 @@ export class Discovery {
     if (verdict !== undefined && isAuthContext(reported.authContext))
       await this.verdicts.observed(server, reported.authContext, verdict, target.kind);
     return this.deps.singleFlight.run(
-      `discovery:${account}:${name}`,
+      discoveryKey(account, name),
       { ttlMs: 10_000 },
       () => this.lead(server, 'observed', async () => observedOutcome(tools, transport, verdict), target),
       async () => (await target.find(account, name)) ?? server,
@@ -361,34 +383,16 @@ export class Discovery {
   }
 }
 
-/** The account's own mcp_servers rows as a discovery target (built-ins bring their own). */
-function customRows(deps: DiscoveryDeps): DiscoveryTarget {
-  return {
-    kind: 'custom',
-    find: (account, name) => deps.servers.find(account, name),
-    headers: async (server) => {
-      try {
-        // Read as the proxy reads them (`@mcpx/stored`): only the server's own secrets, each
-        // only to the origin it was sealed for, and its OAuth token; renewed first when it is about to expire.
-        const held = await deps.credentials.custom(server.accountId, server);
-        if (deps.oauthFreshen !== undefined && (await deps.oauthFreshen(server, held)))
-          return (await deps.credentials.custom(server.accountId, server)).headers;
-        return held.headers;
-      } catch (err) {
-        if (err instanceof CredentialError) throw err;
-        // A secret sealed with a key that left the ring: the owner sees it, the operator logs it.
-        deps.log.error('secret header did not open', {
-          account: server.accountId,
-          server: server.name,
-          err: err as Error,
-        });
-        throw new CredentialError(
-          'a secret header could not be decrypted (its key is not in the key ring); set the header again',
-        );
-      }
-    },
-    record: (server, status, tools, nextProbeAt, trx) =>
-      deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt, trx),
-    overrides: async (account, serverId, trx) => deps.permissions?.forServer(account, serverId, trx),
-  };
+/** The single flight key of a server's discoveries: (account, name), built-in slugs and custom names never meet. */
+function discoveryKey(account: string, name: string): string {
+  return `discovery:${account}:${name}`;
+}
+
+/**
+ * A saved server's listing that Redis stopped answering midway, as its outcome: the server is
+ * saved, so the outage is not the set's to report as "not run" (any other failure is thrown on).
+ */
+function redisLostOutcome(err: unknown): ProbeOutcome {
+  if (!isRedisUnavailable(err)) throw err;
+  return { error: 'redis was unavailable during the discovery; it is tried again', code: 'unavailable' };
 }

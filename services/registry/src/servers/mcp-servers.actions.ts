@@ -19,6 +19,7 @@ import {
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../shared/quotas.js';
 import type { ServersAction, ServersDeps } from './servers-deps.js';
+import type { ValidServerConfig } from '../credentials/valid-server-config.js';
 import { refuseForeignSecretRefs, refuseUnknownSecretRefs, sealServerSecrets } from './server-secrets.js';
 import type { Caller } from '../shared/action-handler.js';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
@@ -61,6 +62,10 @@ type DroppedSecrets = NonNullable<ActionResponse<'SetMcpServer'>['droppedSecrets
  * header, bearer token and OAuth state not given again (`droppedSecrets` in the answer says which;
  * a `secretRefs` entry that tries to keep one across the move is refused). `secretRefs` may name
  * only secrets the server already holds under its own names.
+ *
+ * What the discovery needs of Redis (its lock, the account's lease) is taken before anything is
+ * written (`saveAndDiscover`): a Redis outage answers `unavailable` ("not run") with nothing
+ * written, never after the server was saved.
  */
 export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
@@ -68,8 +73,44 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   const config = validateServerConfig(configInput, deps.outbound, name);
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
+  let dropped: DroppedSecrets | undefined;
+  const discovered = await deps.discovery.saveAndDiscover(caller.account, name, async () => {
+    const written = await writeServer(deps, caller, { name, config, pinGiven, oauthClient });
+    dropped = written.dropped;
+    if (dropped !== undefined)
+      deps.log.info('server moved to another origin: its stored secrets were dropped', {
+        account: caller.account,
+        server: name,
+        headers: dropped.headers,
+        oauth: dropped.oauth,
+      });
+    if (oauthClient !== undefined) await deps.oauth?.preRegister(written.saved, oauthClient);
+    return written.saved;
+  });
+  const answer = await withAuthorization(deps, discovered, async (s) =>
+    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+  );
+  return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
+};
+
+/**
+ * SetMcpServer's write, in one transaction: the server's config with its secrets sealed for its
+ * origin, what a move to another origin drops, its pin, the audit entry. A refusal (a guard, the
+ * account's quota of servers, a foreign secret ref) writes nothing.
+ */
+async function writeServer(
+  deps: ServersDeps,
+  caller: Caller,
+  given: {
+    name: string;
+    config: ValidServerConfig;
+    pinGiven: PinMode | undefined;
+    oauthClient: PreRegisteredClient | undefined;
+  },
+): Promise<{ saved: McpServerRecord; dropped: DroppedSecrets | undefined }> {
+  const { name, config, pinGiven, oauthClient } = given;
   const origin = urlOrigin(config.url);
-  const { saved, dropped } = await deps.db.transaction().execute(async (trx) => {
+  return deps.db.transaction().execute(async (trx) => {
     await refuseUnknownSecretRefs(deps, caller.account, config, trx);
     await deps.accounts.ensure(caller.account, trx);
     const previous = await deps.servers.find(caller.account, name, trx);
@@ -100,20 +141,7 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
       droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
     return { saved, dropped };
   });
-  if (dropped !== undefined)
-    deps.log.info('server moved to another origin: its stored secrets were dropped', {
-      account: caller.account,
-      server: name,
-      headers: dropped.headers,
-      oauth: dropped.oauth,
-    });
-  if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient);
-  const discovered = await deps.discovery.discover(saved, 'set');
-  const answer = await withAuthorization(deps, discovered, async (s) =>
-    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
-  );
-  return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
-};
+}
 
 /**
  * Writes the stored config, follows a pin that changed and records the audit entry; plain http to
