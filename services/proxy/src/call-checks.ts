@@ -45,7 +45,7 @@ export class CallChecks {
     if (cid === undefined) throw await missingToolError(catalog, req, agent.grants);
     const entry = catalog.documentNow(req.account, cid) ?? (await catalog.document(req.account, cid));
     // The registry no longer lists the tool: withheld a moment ago (say so), or gone.
-    if (entry === null) throw await unlistedToolError(catalog, req, cid);
+    if (entry === null) throw await unlistedToolError(catalog, req, cid, agent.grants);
     return { agent, entry };
   }
 
