@@ -80,7 +80,8 @@ export function connectionPool(
       keepOnClose: (run) => run.startsWith('task-'),
     },
     {
-      onOpen: (a, s, c) => quiet.observe(a, s, c),
+      // A verdict the opening had to probe for goes with its list: the registry stores it for every instance.
+      onOpen: (a, s, c, r) => quiet.observe(a, s, c, r),
       onToolsChanged: (a, s, c) => quiet.renew(a, s, c),
       onVerdict: (a, s, c, r) => quiet.renew(a, s, c, r),
       ...(d.config.proxy.legacyElicitation === false
