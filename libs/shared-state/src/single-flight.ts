@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { isRedisUnavailable } from './redis-options.js';
 
 /** Deletes the lock only when it still holds our token (a lock that expired is someone else's). */
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -10,26 +11,31 @@ const RENEW = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('
 /**
  * Runs `fn` while holding `lockKey` (already taken with `token`): the lock is renewed every third of
  * its TTL while `fn` runs, so slow work keeps it (a crashed holder still frees it within the TTL),
- * and released at the end.
+ * and released at the end; a release that gets no answer is handed to `letGo`.
  */
 async function holding<T>(
   redis: Redis,
-  lockKey: string,
-  token: string,
-  ttlMs: number,
+  lock: { key: string; token: string; ttlMs: number },
+  letGo: (lockKey: string, token: string) => void,
   fn: () => Promise<T>,
 ): Promise<T> {
+  const { key, token, ttlMs } = lock;
   const renew = setInterval(
-    () => void redis.eval(RENEW, 1, lockKey, token, String(ttlMs)).catch(() => undefined),
+    () => void redis.eval(RENEW, 1, key, token, String(ttlMs)).catch(() => undefined),
     Math.max(1, Math.floor(ttlMs / 3)),
   );
   try {
     return await fn();
   } finally {
     clearInterval(renew);
-    await redis.eval(RELEASE, 1, lockKey, token).catch(() => undefined);
+    await redis.eval(RELEASE, 1, key, token).catch(() => letGo(key, token));
   }
 }
+
+/** How often the locks let go of are released again while Redis does not answer. */
+const LET_GO_RETRY_MS = 200;
+/** The most let-go locks kept for release (a long outage of many callers); any beyond are left to expire. */
+const LET_GO_MAX = 10_000;
 
 /** The lock of an {@link SingleFlight.exclusive} run stayed held longer than its wait. */
 export class LockBusyError extends Error {
@@ -58,6 +64,17 @@ export interface SingleFlightOptions {
  */
 export class SingleFlight {
   private readonly inflight = new Map<string, Promise<unknown>>();
+  /**
+   * Locks this process let go of that Redis has not yet confirmed free, by token: a lock request
+   * that got no answer (its caller gave up, yet it may still take the lock: the client sends a
+   * command that timed out once more when it reconnects, and a stalled Redis runs what it read
+   * late) and a holder's release that got no answer. Each is released (compare-and-delete of its
+   * token) again and again until Redis answers one, so none holds after Redis returns until its
+   * expiry (up to a minute of stalled work). An answered release was sent after the request on the connection
+   * that carries it, or on a reconnect, after what it re-sends: it runs after the request.
+   */
+  private readonly letGone = new Map<string, string>();
+  private letGoTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly redis: Redis,
@@ -83,11 +100,11 @@ export class SingleFlight {
     const token = randomBytes(12).toString('base64url');
     const deadline = Date.now() + (opts.waitMs ?? opts.ttlMs);
     const poll = opts.pollMs ?? 50;
-    while ((await this.redis.set(lockKey, token, 'PX', opts.ttlMs, 'NX')) !== 'OK') {
+    while ((await this.take(lockKey, token, opts.ttlMs)) !== 'OK') {
       if (Date.now() >= deadline) throw new LockBusyError(key);
       await new Promise((r) => setTimeout(r, poll));
     }
-    return holding(this.redis, lockKey, token, opts.ttlMs, fn);
+    return holding(this.redis, { key: lockKey, token, ttlMs: opts.ttlMs }, this.letGo, fn);
   }
 
   private async acquireAndRun<T>(
@@ -98,8 +115,8 @@ export class SingleFlight {
   ): Promise<T> {
     const lockKey = `${this.prefix}lock:${key}`;
     const token = randomBytes(12).toString('base64url');
-    const got = await this.redis.set(lockKey, token, 'PX', opts.ttlMs, 'NX');
-    if (got === 'OK') return holding(this.redis, lockKey, token, opts.ttlMs, lead);
+    const got = await this.take(lockKey, token, opts.ttlMs);
+    if (got === 'OK') return holding(this.redis, { key: lockKey, token, ttlMs: opts.ttlMs }, this.letGo, lead);
     const deadline = Date.now() + (opts.waitMs ?? opts.ttlMs);
     const poll = opts.pollMs ?? 50;
     while (Date.now() < deadline) {
@@ -107,5 +124,37 @@ export class SingleFlight {
       if ((await this.redis.exists(lockKey)) === 0) return follow();
     }
     return follow();
+  }
+
+  /** Asks for the lock; a request that gets no answer is let go of (it may take the lock later) and thrown on. */
+  private async take(lockKey: string, token: string, ttlMs: number): Promise<string | null> {
+    try {
+      return await this.redis.set(lockKey, token, 'PX', ttlMs, 'NX');
+    } catch (err) {
+      this.letGo(lockKey, token);
+      throw err;
+    }
+  }
+
+  /** Releases `token`'s lock once Redis answers (see {@link letGone}). */
+  private readonly letGo = (lockKey: string, token: string): void => {
+    if (this.letGone.size >= LET_GO_MAX) this.letGone.delete(this.letGone.keys().next().value as string);
+    this.letGone.set(token, lockKey);
+    this.letGoTimer ??= setTimeout(() => void this.releaseLetGone(), LET_GO_RETRY_MS).unref();
+  };
+
+  /** One round of releases of the let-go locks; those without an answer wait for the next round. */
+  private async releaseLetGone(): Promise<void> {
+    await Promise.all(
+      [...this.letGone].map(([token, lockKey]) =>
+        this.redis.eval(RELEASE, 1, lockKey, token).then(
+          () => void this.letGone.delete(token),
+          // Answered with an error of its own: retrying would not change it.
+          (err: unknown) => void (isRedisUnavailable(err) ? undefined : this.letGone.delete(token)),
+        ),
+      ),
+    );
+    this.letGoTimer =
+      this.letGone.size > 0 ? setTimeout(() => void this.releaseLetGone(), LET_GO_RETRY_MS).unref() : undefined;
   }
 }
