@@ -77,16 +77,8 @@ describe('a held tool is answered held_for_review, never not_found, while the pr
 
   /** Once the proxy has applied every invalidating event `captured` holds (it applies one per event). */
   const applied = async (captured: { messages: Array<{ subject: string }> }, base: number): Promise<void> => {
-    const { subjects } = h;
-    const invalidating = (): number =>
-      captured.messages.filter(
-        (m) =>
-          (subjects.parseServerEvent(m.subject) ??
-            subjects.parseAgentChanged(m.subject) ??
-            subjects.parseAgentToolsChanged(m.subject)) !== null,
-      ).length;
     await eventually(
-      async () => (proxy.stats().invalidations - base >= invalidating() ? true : undefined),
+      async () => (proxy.stats().invalidations - base >= h.invalidating(captured.messages) ? true : undefined),
       HELD_WAIT_MS,
       'the proxy to apply the events',
     );

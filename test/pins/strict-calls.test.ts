@@ -278,14 +278,7 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
     // Every message since the proxy started: the proxy applies one invalidation per event of these kinds.
     const captured = await h.capture();
     const base = proxy.stats().invalidations;
-    const { subjects } = h;
-    const invalidating = (): number =>
-      captured.messages.filter(
-        (m) =>
-          (subjects.parseServerEvent(m.subject) ??
-            subjects.parseAgentChanged(m.subject) ??
-            subjects.parseAgentToolsChanged(m.subject)) !== null,
-      ).length;
+    const invalidating = (): number => h.invalidating(captured.messages);
     remote = await startTestMcpServer({ era: 'modern', tools: shiftingTools() });
     const api = h.api();
     await api.act('SetMcpServer', { name: 'mail', config: { url: remote.url, pin: 'review' } });
@@ -310,7 +303,7 @@ describe('strict pinning: a pin changed to strict reaches a warm proxy with the 
       async () => {
         const event = captured.messages
           .slice(from)
-          .some((m) => subjects.parseServerEvent(m.subject)?.server === 'mail');
+          .some((m) => h.subjects.parseServerEvent(m.subject)?.server === 'mail');
         return event && proxy.stats().invalidations - base >= invalidating() ? true : undefined;
       },
       HELD_WAIT_MS,

@@ -177,6 +177,21 @@ export class RegistryHarness {
   }
 
   /**
+   * How many of `messages` a proxy applies as an invalidation (one each): server events, agent
+   * changes and agent-tools changes. A proxy whose invalidation count has grown by this much since
+   * the capture began has applied them all.
+   */
+  invalidating(messages: ReadonlyArray<{ subject: string }>): number {
+    const { subjects } = this;
+    return messages.filter(
+      (m) =>
+        (subjects.parseServerEvent(m.subject) ??
+          subjects.parseAgentChanged(m.subject) ??
+          subjects.parseAgentToolsChanged(m.subject)) !== null,
+    ).length;
+  }
+
+  /**
    * A digest of every row of every registry and projector table: equal digests, nothing written.
    * With `account`, a table that names its account is digested for that account's rows only, so
    * the background work of the file's other accounts (a re-probe, a re-list) does not count.
