@@ -124,22 +124,44 @@ function baselineLines(era: string, viaSeq: Row, viaConc: Row, baseSeq: Row, bas
   ];
 }
 
-/** p50 of each path's sequential latencies, the paths' blocks of {@link BLOCK} calls taken in turn. */
+const median = (l: readonly number[]): number => [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]!;
+
+/** The paths' sequential latencies, their blocks of {@link BLOCK} calls taken in turn. */
+interface Interleaved {
+  /** Each path's p50 over all its calls. */
+  p50: Record<string, number>;
+  /** Each path's p50 of each round (one block of every path, next to each other in time). */
+  rounds: Record<string, number[]>;
+}
+
 async function interleaved(
   total: number,
   paths: Record<string, (i: number) => Promise<unknown>>,
-): Promise<Record<string, number>> {
+): Promise<Interleaved> {
   const latencies: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
+  const rounds: Record<string, number[]> = Object.fromEntries(Object.keys(paths).map((k) => [k, []]));
   for (let done = 0; done < total; done += BLOCK)
-    for (const [name, op] of Object.entries(paths))
+    for (const [name, op] of Object.entries(paths)) {
+      const block: number[] = [];
       for (let i = done; i < Math.min(done + BLOCK, total); i++) {
         const t = performance.now();
         await op(i);
-        latencies[name]!.push(performance.now() - t);
+        block.push(performance.now() - t);
       }
-  return Object.fromEntries(
-    Object.entries(latencies).map(([k, l]) => [k, [...l].sort((a, b) => a - b)[Math.floor(l.length / 2)]!]),
-  );
+      latencies[name]!.push(...block);
+      rounds[name]!.push(median(block));
+    }
+  return { p50: Object.fromEntries(Object.entries(latencies).map(([k, l]) => [k, median(l)])), rounds };
+}
+
+/**
+ * The gap of `a` over `b` round by round (their blocks ran next to each other, so each difference
+ * is paired): its median and the middle half of the rounds, the spread one run's reading has.
+ */
+function pairedGap(mix: Interleaved, a: string, b: string): { median: number; low: number; high: number; n: number } {
+  const gaps = mix.rounds[a]!.map((x, i) => x - mix.rounds[b]![i]!).sort((x, y) => x - y);
+  const at = (q: number): number => gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))]!;
+  return { median: at(0.5), low: at(0.25), high: at(0.75), n: gaps.length };
 }
 
 /**
@@ -461,7 +483,11 @@ async function main(): Promise<void> {
       ...floorLines('modern', mvs, mvc, mrs, mrc),
       ...(mix
         ? [
-            `- modern, sequential interleaved (${INTERLEAVED} calls each, blocks of ${BLOCK} in turn, the same box for the three): p50 direct ${f(mix.direct!, 3)}, relay ${f(mix.relay!, 3)}, endpoint ${f(mix.endpoint!, 3)} ms; endpoint = relay + ${f(mix.endpoint! - mix.relay!, 3)} ms (goal ≤ +0.5: ${mix.endpoint! - mix.relay! <= 0.5 ? 'met' : 'NOT met'}); relay = direct + ${f(mix.relay! - mix.direct!, 3)} ms`,
+            `- modern, sequential interleaved (${INTERLEAVED} calls each, blocks of ${BLOCK} in turn, the same box for the three): p50 direct ${f(mix.p50.direct!, 3)}, relay ${f(mix.p50.relay!, 3)}, endpoint ${f(mix.p50.endpoint!, 3)} ms; endpoint = relay + ${f(mix.p50.endpoint! - mix.p50.relay!, 3)} ms (goal ≤ +0.5: ${mix.p50.endpoint! - mix.p50.relay! <= 0.5 ? 'met' : 'NOT met'}); relay = direct + ${f(mix.p50.relay! - mix.p50.direct!, 3)} ms`,
+            ((g) =>
+              `- the same, round by round (each round's endpoint block p50 less its relay block's, ${g.n} rounds): median +${f(g.median, 3)} ms, middle half +${f(g.low, 3)} to +${f(g.high, 3)} ms`)(
+              pairedGap(mix, 'endpoint', 'relay'),
+            ),
           ]
         : []),
       ...(legacy ? floorLines('legacy', legacy.lvs, legacy.lvc, legacy.lrs, legacy.lrc) : []),
