@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { REDIS_NOW_MS, withCommands } from './redis-lua.js';
 import type { Redis } from 'ioredis';
+import { isRedisUnavailable } from './redis-options.js';
+import { UntilAnswered } from './until-answered.js';
 
 /**
  * Takes a lease under a cap in one round trip: drop expired leases, refuse when `max` are held,
@@ -58,17 +60,16 @@ const NOOP_LEASE: QuotaLease = { release: () => {} };
  * Fails closed: an acquire whose command fails throws that error, typed (a
  * `RedisUnavailableError` for no answer, the `OOM` reply of a full Redis: `isRedisUnavailable`
  * tells both; any other reply error is a fault), and takes nothing. A command that timed out may
- * still have run: its lease is removed, at once or before this instance's next acquire.
+ * still run (the client sends it again on its reconnect; a stalled Redis runs it late): its lease,
+ * like one whose release got no answer, is removed again and again until Redis answers, so it
+ * does not hold one of the scope's places after Redis returns (see `UntilAnswered`).
  */
 export class LeaseQuota {
   private readonly redis: LeaseRedis;
   private readonly ttlMs: number;
   private readonly held = new Map<string, { key: string; id: string }>();
-  /**
-   * Leases whose acquire got no answer (it may have run), not removed yet; each only until its
-   * ttl would have ended it anyway, so an outage does not grow this.
-   */
-  private readonly lost = new Map<string, { key: string; id: string; until: number }>();
+  /** Leases let go of (an acquire or a release that got no answer), removed once Redis answers. */
+  private readonly letGone = new UntilAnswered();
   private timer: NodeJS.Timeout | undefined;
   private readonly owner = randomBytes(6).toString('hex');
   private seq = 0;
@@ -94,14 +95,13 @@ export class LeaseQuota {
     const key = `${this.prefix}quota:${kind}:{${scope}}`;
     const id = `${this.owner}:${this.seq++}`;
     // Sent first on the same connection, so the removals run before this acquire counts.
-    if (this.lost.size > 0) this.removeLost();
+    if (this.letGone.size > 0) this.letGone.sendNow();
     let reply: [number, number];
     try {
       reply = await this.redis.mcpxQuotaAcquire(key, Math.floor(max), id, this.ttlMs);
     } catch (err) {
       this.opts.onError?.(err as Error);
-      this.lost.set(`${key} ${id}`, { key, id, until: Date.now() + this.ttlMs });
-      this.removeLost();
+      this.letGo(key, id);
       throw err;
     }
     if (reply[0] !== 1) return { ok: false, held: Math.floor(max), retryAfterMs: Number(reply[1]) };
@@ -120,7 +120,10 @@ export class LeaseQuota {
             clearInterval(this.timer);
             this.timer = undefined;
           }
-          this.redis.zrem(key, id).catch((err: unknown) => this.opts.onError?.(err as Error));
+          this.redis.zrem(key, id).catch((err: unknown) => {
+            this.opts.onError?.(err as Error);
+            if (isRedisUnavailable(err)) this.letGo(key, id);
+          });
         },
       },
     };
@@ -134,14 +137,9 @@ export class LeaseQuota {
     return this.redis.zcount(key, `(${now}`, '+inf');
   }
 
-  /** Removes the leases of acquires that got no answer; one that fails again is tried on the next acquire. */
-  private removeLost(): void {
-    const now = Date.now();
-    for (const [handle, lease] of this.lost) {
-      this.lost.delete(handle);
-      if (lease.until <= now) continue;
-      this.redis.zrem(lease.key, lease.id).catch(() => this.lost.set(handle, lease));
-    }
+  /** Removes lease `id` of `key` once Redis answers (see {@link letGone}). */
+  private letGo(key: string, id: string): void {
+    this.letGone.add(`${key} ${id}`, () => this.redis.zrem(key, id));
   }
 
   private renewAll(): void {

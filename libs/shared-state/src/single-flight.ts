@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { isRedisUnavailable } from './redis-options.js';
+import { UntilAnswered } from './until-answered.js';
 
 /** Deletes the lock only when it still holds our token (a lock that expired is someone else's). */
 const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end`;
@@ -32,11 +32,6 @@ async function holding<T>(
   }
 }
 
-/** How often the locks let go of are released again while Redis does not answer. */
-const LET_GO_RETRY_MS = 200;
-/** The most let-go locks kept for release (a long outage of many callers); any beyond are left to expire. */
-const LET_GO_MAX = 10_000;
-
 /** The lock of an {@link SingleFlight.exclusive} run stayed held longer than its wait. */
 export class LockBusyError extends Error {
   override readonly name = 'LockBusyError';
@@ -65,16 +60,12 @@ export interface SingleFlightOptions {
 export class SingleFlight {
   private readonly inflight = new Map<string, Promise<unknown>>();
   /**
-   * Locks this process let go of that Redis has not yet confirmed free, by token: a lock request
-   * that got no answer (its caller gave up, yet it may still take the lock: the client sends a
-   * command that timed out once more when it reconnects, and a stalled Redis runs what it read
-   * late) and a holder's release that got no answer. Each is released (compare-and-delete of its
-   * token) again and again until Redis answers one, so none holds after Redis returns until its
-   * expiry (up to a minute of stalled work). An answered release was sent after the request on the connection
-   * that carries it, or on a reconnect, after what it re-sends: it runs after the request.
+   * Locks this process let go of that Redis has not yet confirmed free: a lock request that got no
+   * answer (its caller gave up, yet it may still take the lock) and a holder's release that got no
+   * answer. Each is released (compare-and-delete of its token) until Redis answers, so none holds
+   * after Redis returns until its expiry (up to a minute of stalled work).
    */
-  private readonly letGone = new Map<string, string>();
-  private letGoTimer: NodeJS.Timeout | undefined;
+  private readonly letGone = new UntilAnswered();
 
   constructor(
     private readonly redis: Redis,
@@ -137,24 +128,6 @@ export class SingleFlight {
   }
 
   /** Releases `token`'s lock once Redis answers (see {@link letGone}). */
-  private readonly letGo = (lockKey: string, token: string): void => {
-    if (this.letGone.size >= LET_GO_MAX) this.letGone.delete(this.letGone.keys().next().value as string);
-    this.letGone.set(token, lockKey);
-    this.letGoTimer ??= setTimeout(() => void this.releaseLetGone(), LET_GO_RETRY_MS).unref();
-  };
-
-  /** One round of releases of the let-go locks; those without an answer wait for the next round. */
-  private async releaseLetGone(): Promise<void> {
-    await Promise.all(
-      [...this.letGone].map(([token, lockKey]) =>
-        this.redis.eval(RELEASE, 1, lockKey, token).then(
-          () => void this.letGone.delete(token),
-          // Answered with an error of its own: retrying would not change it.
-          (err: unknown) => void (isRedisUnavailable(err) ? undefined : this.letGone.delete(token)),
-        ),
-      ),
-    );
-    this.letGoTimer =
-      this.letGone.size > 0 ? setTimeout(() => void this.releaseLetGone(), LET_GO_RETRY_MS).unref() : undefined;
-  }
+  private readonly letGo = (lockKey: string, token: string): void =>
+    this.letGone.add(token, () => this.redis.eval(RELEASE, 1, lockKey, token));
 }
