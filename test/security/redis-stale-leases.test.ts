@@ -7,68 +7,29 @@
  * instance's next acquire; a holder's release refused while Redis was away was not sent again.
  * Either held the place for the lease's TTL (30 s) when no later acquire came.
  */
-import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FailFastRedis, LeaseQuota, isRedisUnavailable } from '@mcpx/shared-state';
-import { serviceUrls } from '../support/env.js';
+import { LeaseQuota, isRedisUnavailable } from '@mcpx/shared-state';
 import { eventually } from '../support/system.js';
-import { startFaultyFront, type FaultyFront } from '../ops/support/faulty-front.js';
+import { startRedisOutage, type RedisOutage } from '../support/fixtures/redis-outage.js';
 
 /** Well within the lease's 30 s TTL: a lease still held this long after Redis answers again was left to expire. */
 const FREED_WITHIN_MS = 5_000;
 
 describe('quota leases after a Redis outage: a lease whose caller gave up is gone once Redis answers', () => {
-  let front: FaultyFront;
-  /** The service's client, through the relay, with the services' fail-fast options. */
-  let client: FailFastRedis;
-  /** The test's own connection to the real Redis, not through the relay. */
-  let direct: Redis;
-  let monitor: Redis;
-  /** The acquires Redis ran (the quota's script), by key. */
-  const acquired = new Map<string, number>();
-  const prefix = `mcpx-t${randomBytes(4).toString('hex')}:`;
-
+  let r: RedisOutage;
   beforeAll(async () => {
-    const redis = new URL(serviceUrls().redis);
-    front = await startFaultyFront({ host: redis.hostname, port: Number(redis.port || 6379) });
-    client = new FailFastRedis(`redis://127.0.0.1:${front.port}`);
-    client.on('error', () => undefined);
-    await client.connect();
-    direct = new Redis(serviceUrls().redis);
-    monitor = await direct.duplicate().monitor();
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      const command = args[0]?.toLowerCase();
-      if ((command === 'evalsha' || command === 'eval') && args[3]?.startsWith(prefix))
-        acquired.set(args[3], (acquired.get(args[3]) ?? 0) + 1);
-    });
+    // The acquires Redis ran (the quota's script), by key.
+    r = await startRedisOutage(([command, , , key], prefix) =>
+      (command === 'evalsha' || command === 'eval') && key?.startsWith(prefix) ? key : undefined,
+    );
   });
   afterAll(async () => {
-    if (front !== undefined) front.mode = 'pass';
-    monitor?.disconnect();
-    client?.disconnect();
-    if (direct !== undefined) {
-      const keys = await direct.keys(`${prefix}*`);
-      if (keys.length > 0) await direct.del(...keys);
-      direct.disconnect();
-    }
-    await front?.close();
+    await r?.close();
   });
-
-  /** Redis answers again: the relay passes, the connections it silenced are closed, the client reconnects. */
-  async function answeringAgain(): Promise<void> {
-    front.mode = 'pass';
-    front.cut();
-    await eventually(
-      async () => ((await client.ping().catch(() => undefined)) === 'PONG' ? true : undefined),
-      15_000,
-      'the client reaching Redis again',
-    );
-  }
 
   /** The scope's only place is free within {@link FREED_WITHIN_MS}, and another instance takes it at once. */
   async function expectFree(scope: string): Promise<void> {
-    const other = new LeaseQuota(direct, prefix);
+    const other = new LeaseQuota(r.direct, r.prefix);
     const started = Date.now();
     while ((await other.count('discoveries', scope)) > 0 && Date.now() - started < FREED_WITHIN_MS)
       await new Promise((r) => setTimeout(r, 50));
@@ -79,22 +40,22 @@ describe('quota leases after a Redis outage: a lease whose caller gave up is gon
   }
 
   it('an acquire that timed out in the outage, sent again on the reconnect, does not hold a place', async () => {
-    const quota = new LeaseQuota(client, prefix);
+    const quota = new LeaseQuota(r.client, r.prefix);
     const scope = 'asked';
-    front.mode = 'blackhole';
+    r.front.mode = 'blackhole';
     const asked = quota.acquire('discoveries', scope, 1).catch((e: unknown) => e);
     // The connection drops while the acquire waits for its answer, and the relay answers no
     // reconnect: the acquire fails while the client is away, so nothing can be sent after it
     // until Redis is back, yet the client keeps it to send again.
     await new Promise((r) => setTimeout(r, 300));
-    front.cut();
+    r.front.cut();
     const err = await asked;
     expect(isRedisUnavailable(err), String(err)).toBe(true);
-    expect(client.status).not.toBe('ready');
-    await answeringAgain();
+    expect(r.client.status).not.toBe('ready');
+    await r.answeringAgain();
     // The acquire that got no answer reaches Redis after all (the client sends it again).
     await eventually(
-      async () => ((acquired.get(`${prefix}quota:discoveries:{${scope}}`) ?? 0) > 0 ? true : undefined),
+      async () => ((r.ran.get(`${r.prefix}quota:discoveries:{${scope}}`) ?? 0) > 0 ? true : undefined),
       5_000,
       'the acquire sent again on the reconnect',
     );
@@ -102,18 +63,20 @@ describe('quota leases after a Redis outage: a lease whose caller gave up is gon
   });
 
   it('a holder whose release is refused while Redis is away: its place is free once Redis answers', async () => {
-    const quota = new LeaseQuota(client, prefix);
+    const quota = new LeaseQuota(r.client, r.prefix);
     const scope = 'held';
     const taken = await quota.acquire('discoveries', scope, 1);
     expect(taken.ok).toBe(true);
     // Redis goes away while the lease is held: the connection drops and the relay answers no
     // reconnect, so the release is refused at once (nothing is queued).
-    front.mode = 'blackhole';
-    front.cut();
-    await eventually(async () => (client.status !== 'ready' ? true : undefined), 5_000, 'the client losing Redis');
+    r.front.mode = 'blackhole';
+    r.front.cut();
+    await eventually(async () => (r.client.status !== 'ready' ? true : undefined), 5_000, 'the client losing Redis');
     if (taken.ok) taken.lease.release();
-    expect(await new LeaseQuota(direct, prefix).count('discoveries', scope), 'the lease outlived its holder').toBe(1);
-    await answeringAgain();
+    expect(await new LeaseQuota(r.direct, r.prefix).count('discoveries', scope), 'the lease outlived its holder').toBe(
+      1,
+    );
+    await r.answeringAgain();
     await expectFree(scope);
   });
 });
