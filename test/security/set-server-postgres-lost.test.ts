@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError, type ServerStatus } from '@mcpx/contracts';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import type { ApiClient } from '../support/api-client.js';
+import { serverOk } from '../support/fixtures/agents.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -110,15 +111,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     expect(server.status.error).toContain('postgres was unavailable');
     expect(await storedNames()).toContain('saved');
     // The discovery owed is armed with the write, so it runs once Postgres takes the record.
-    const recovered = await eventually(
-      async () => {
-        const { servers } = await api.act<{ servers: Array<{ name: string; status: ServerStatus }> }>('ListMcpServers');
-        const s = servers.find((x) => x.name === 'saved');
-        return s?.status.state === 'ok' ? s : undefined;
-      },
-      20_000,
-      'the discovery owed, run by the re-probe',
-    );
+    const recovered = await serverOk(api, 'saved', 20_000, 'the discovery owed, run by the re-probe');
     expect(recovered.status.state).toBe('ok');
   }, 60_000);
 });

@@ -21,6 +21,7 @@ import {
 } from '../servers/index.js';
 import type { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { serverOk } from '../support/fixtures/agents.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 import { startFaultyFront, type FaultyFront } from '../ops/support/faulty-front.js';
@@ -213,15 +214,7 @@ describe('SetMcpServer with Redis lost after admission: the answer tells what wa
     // (a request sent again on the reconnect is released by the instance that gave up on it),
     // so the re-probe does not wait for the OAuth token lock's 30 s or the discovery lock's 60 s.
     await answering(api);
-    const recovered = await eventually(
-      async () => {
-        const { servers } = await api.act<{ servers: Array<{ name: string; status: ServerStatus }> }>('ListMcpServers');
-        const s = servers.find((x) => x.name === 'machine');
-        return s?.status.state === 'ok' ? s : undefined;
-      },
-      20_000,
-      'the re-probe of the server once Redis answers',
-    );
+    const recovered = await serverOk(api, 'machine', 20_000, 'the re-probe of the server once Redis answers');
     expect(recovered.status.state).toBe('ok');
   }, 90_000);
 });
