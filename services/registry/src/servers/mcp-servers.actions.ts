@@ -19,7 +19,6 @@ import {
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../shared/quotas.js';
 import type { ServersAction, ServersDeps } from './servers-deps.js';
-import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
 import type { ValidServerConfig } from '../credentials/valid-server-config.js';
 import { refuseForeignSecretRefs, refuseUnknownSecretRefs, sealServerSecrets } from './server-secrets.js';
 import type { Caller } from '../shared/action-handler.js';
@@ -68,9 +67,7 @@ type DroppedSecrets = NonNullable<ActionResponse<'SetMcpServer'>['droppedSecrets
  * written (`saveAndDiscover`), and a pre-registered OAuth client is written with the server: a
  * Redis or Postgres outage answers `unavailable` ("not run") with nothing written, never after
  * the server was saved. A store lost after the save fails the discovery only: answered as saved,
- * its error in the status, the server discovered again. The answer's tool overrides are read with
- * the write, and an OAuth authorization that could not start is `authorizationError`: nothing
- * after the save answers "not run".
+ * its error in the status, the server discovered again.
  */
 export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
@@ -79,11 +76,9 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
   let dropped: DroppedSecrets | undefined;
-  let overrides: ToolOverrides = {};
   const discovered = await deps.discovery.saveAndDiscover(caller.account, name, async (owedProbeAt) => {
     const written = await writeServer(deps, caller, { name, config, pinGiven, oauthClient, owedProbeAt });
     dropped = written.dropped;
-    overrides = written.overrides;
     if (dropped !== undefined)
       deps.log.info('server moved to another origin: its stored secrets were dropped', {
         account: caller.account,
@@ -93,10 +88,8 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
       });
     return written.saved;
   });
-  // The answer reads nothing of Postgres after the save (its overrides were read with the write):
-  // Postgres lost now cannot turn a saved server into an answer that says nothing was written.
   const answer = await withAuthorization(deps, discovered, async (s) =>
-    redactServer(s, deps.style, overrides, { role: caller.role }),
+    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
   );
   return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
@@ -104,8 +97,7 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
 /**
  * SetMcpServer's write, in one transaction: the server's config with its secrets sealed for its
  * origin, what a move to another origin drops, its pin, its pre-registered OAuth client, the
- * re-probe that stands for its discovery until that records (`owedProbeAt`), the audit entry; and
- * reads the server's tool overrides the answer shows, so that nothing is read after the save. A
+ * re-probe that stands for its discovery until that records (`owedProbeAt`), the audit entry. A
  * refusal (a guard, the account's quota of servers, a foreign secret ref), or Postgres lost
  * midway, writes nothing.
  */
@@ -119,7 +111,7 @@ async function writeServer(
     oauthClient: PreRegisteredClient | undefined;
     owedProbeAt: Date;
   },
-): Promise<{ saved: McpServerRecord; dropped: DroppedSecrets | undefined; overrides: ToolOverrides }> {
+): Promise<{ saved: McpServerRecord; dropped: DroppedSecrets | undefined }> {
   const { name, config, pinGiven, oauthClient, owedProbeAt } = given;
   const origin = urlOrigin(config.url);
   return deps.db.transaction().execute(async (trx) => {
@@ -150,10 +142,9 @@ async function writeServer(
     if (pin !== 'off') stored.pin = pin;
     const saved = await saveServer(deps, caller, trx, { name, previous, owedProbeAt }, stored);
     if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient, trx);
-    const overrides = await deps.permissions.forServer(caller.account, saved.id, trx);
     const dropped: DroppedSecrets | undefined =
       droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
-    return { saved, dropped, overrides };
+    return { saved, dropped };
   });
 }
 

@@ -1,7 +1,5 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
-import { isPostgresUnavailable } from '@mcpx/db';
 import { describeOAuthError } from '@mcpx/mcp-client';
-import { isRedisUnavailable } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { usesClientCredentials } from '../credentials/oauth/client-credentials-tokens.js';
 import { redactServer } from './redaction.js';
@@ -48,18 +46,8 @@ export async function withAuthorization(
       server: server.name,
       err: err as Error,
     });
-    return { server: await redact(server), authorizationError: `OAuth: ${authorizationFailure(err)}` };
+    return { server: await redact(server), authorizationError: `OAuth: ${describeOAuthError(err)}` };
   }
-}
-
-/**
- * Why an authorization could not start, as the signer reads it: a store that stopped answering
- * is named (its driver's text says nothing to a signer); the server stays saved either way.
- */
-function authorizationFailure(err: unknown): string {
-  const store = isPostgresUnavailable(err) ? 'postgres' : isRedisUnavailable(err) ? 'redis' : undefined;
-  if (store === undefined) return describeOAuthError(err);
-  return `${store} was unavailable; the authorization was not started (AuthorizeMcpServer starts it)`;
 }
 
 /**
