@@ -122,16 +122,11 @@ export class McpServersRepository {
     return new Set(rows.map((r) => r.name));
   }
 
-  /**
-   * Creates or updates a server's config by name; tools and status are left as they are. Its
-   * next probe is `owedProbeAt`: the discovery that follows the write records its own, and one
-   * that cannot record leaves this one to the background re-probe.
-   */
+  /** Creates or updates a server's config by name; tools and status are left as they are. */
   async upsertConfig(
     account: string,
     name: string,
     config: StoredServerConfig,
-    owedProbeAt: Date,
     trx: Kysely<Database>,
   ): Promise<McpServerRecord> {
     const initialStatus: ServerStatus = { state: 'unknown' };
@@ -147,15 +142,11 @@ export class McpServersRepository {
         tools_hash: '',
         generation: 0,
         status_cbor: encodePayload(initialStatus),
-        next_probe_at: owedProbeAt,
       })
       .onConflict((oc) =>
-        oc.columns(['account_id', 'name']).doUpdateSet({
-          url: config.url,
-          config_cbor: encodePayload(config),
-          next_probe_at: owedProbeAt,
-          updated_at: new Date(),
-        }),
+        oc
+          .columns(['account_id', 'name'])
+          .doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }),
       )
       .returningAll()
       .executeTakeFirstOrThrow();

@@ -2,7 +2,7 @@ import { SpanKind, type Counter, type Histogram, type Span } from '@opentelemetr
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
 import type { RemoteTool } from '@mcpx/domain';
-import { isPostgresUnavailable } from '@mcpx/db';
+import { isRedisUnavailable } from '@mcpx/shared-state';
 import { McpAttributes, safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { toolsHash } from '../catalog/remote-tools.js';
@@ -18,8 +18,6 @@ import {
   observedOutcome,
   sameStatusFacts,
   statusAfter,
-  storeLostOutcome,
-  unrecordedStatus,
   withReprobeStop,
   type StatusChange,
 } from './discovery-status.js';
@@ -149,26 +147,18 @@ export class Discovery {
    * SetMcpServer: writes the server with `save`, then lists its tools, every Redis admission of
    * the discovery taken before `save` writes anything: the server's discovery lock (like
    * `authorized`, a set waits for a discovery in flight rather than joining it: that one lists
-   * the old config) and one of the account's places for discoveries in flight: Redis lost there
-   * refuses the set with nothing written. Once saved, a store lost (Redis or Postgres during the
-   * listing, Postgres at its record) is a failed discovery: answered as saved, with the error.
-   * `save` writes a re-probe (`owedProbeAt`) that stands for this discovery until its record sets
-   * the next probe: a record Postgres refused leaves the discovery to the background re-probe.
+   * the old config) and one of the account's places for discoveries in flight. So Redis not
+   * answering, or the account's places held past their wait, refuses the set with nothing
+   * written, and its "not run" is true. Once saved, the lock and the lease are renewed and freed
+   * best effort, and Redis lost during the listing itself (an OAuth token's lock) is a failed
+   * discovery like any other: recorded, its re-probe armed, the set answered as saved.
    */
-  async saveAndDiscover(
-    account: string,
-    name: string,
-    save: (owedProbeAt: Date) => Promise<McpServerRecord>,
-  ): Promise<McpServerRecord> {
+  async saveAndDiscover(account: string, name: string, save: () => Promise<McpServerRecord>): Promise<McpServerRecord> {
     return this.deps.singleFlight.exclusive(discoveryKey(account, name), DISCOVERY_LOCK, () =>
       this.perAccount(account, async () => {
-        const server = await save(new Date(Date.now() + nextProbeDelayMs(1, Math.random, this.deps.reprobeBaseMs)));
-        const listed = () => this.slots.run(() => this.probe.run(server, this.rows)).catch(storeLostOutcome);
-        return this.lead(server, 'set', listed, this.rows).catch((err: unknown) => {
-          if (!isPostgresUnavailable(err)) throw err;
-          this.deps.log.warn("a saved server's discovery was not recorded: postgres is unavailable", { account, name });
-          return { ...server, status: unrecordedStatus(server, new Date()) };
-        });
+        const server = await save();
+        const listed = () => this.slots.run(() => this.probe.run(server, this.rows)).catch(redisLostOutcome);
+        return this.lead(server, 'set', listed, this.rows);
       }),
     );
   }
@@ -396,4 +386,13 @@ export class Discovery {
 /** The single flight key of a server's discoveries: (account, name), built-in slugs and custom names never meet. */
 function discoveryKey(account: string, name: string): string {
   return `discovery:${account}:${name}`;
+}
+
+/**
+ * A saved server's listing that Redis stopped answering midway, as its outcome: the server is
+ * saved, so the outage is not the set's to report as "not run" (any other failure is thrown on).
+ */
+function redisLostOutcome(err: unknown): ProbeOutcome {
+  if (!isRedisUnavailable(err)) throw err;
+  return { error: 'redis was unavailable during the discovery; it is tried again', code: 'unavailable' };
 }

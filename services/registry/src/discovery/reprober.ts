@@ -13,9 +13,9 @@ export interface ReprobeSource {
 
 /**
  * Probes servers in `error` (and built-ins still `unknown`) again when their backoff is due, so
- * recovery is noticed without anyone pressing refresh, and runs a set's discovery that could not
- * record; lists in use are listed again when they expire (see Discovery's re-list). Every
- * instance runs one; the discovery lock keeps a server from being probed twice at once.
+ * recovery is noticed without anyone pressing refresh; lists in use are listed again when they
+ * expire (see Discovery's re-list). Every instance runs one; the discovery
+ * lock keeps a server from being probed twice at once.
  */
 export class Reprober {
   private timer: NodeJS.Timeout | undefined;
@@ -68,11 +68,12 @@ export class Reprober {
           if (item === undefined) return;
           const server = await item.source.find(item.accountId, item.name);
           if (server === null) continue;
+          const state = server.status.state;
+          if (state === 'error' || state === 'unknown')
+            await this.discovery.discover(server, 'probe', item.source.target);
           // A list in use that expired (the server's ttlMs): listed again, then disarmed until the next use.
-          // Any other due server is probed: one in error or never listed, or one whose config a
-          // set changed and whose discovery could not record (the re-probe armed with the write).
-          const expired = server.status.state === 'ok' && server.status.listTtlMs !== undefined;
-          await this.discovery.discover(server, expired ? 'expired' : 'probe', item.source.target);
+          else if (state === 'ok' && server.status.listTtlMs !== undefined)
+            await this.discovery.discover(server, 'expired', item.source.target);
         }
       };
       await Promise.all(Array.from({ length: this.opts.concurrency }, worker));

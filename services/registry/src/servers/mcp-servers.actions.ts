@@ -64,10 +64,8 @@ type DroppedSecrets = NonNullable<ActionResponse<'SetMcpServer'>['droppedSecrets
  * only secrets the server already holds under its own names.
  *
  * What the discovery needs of Redis (its lock, the account's lease) is taken before anything is
- * written (`saveAndDiscover`), and a pre-registered OAuth client is written with the server: a
- * Redis or Postgres outage answers `unavailable` ("not run") with nothing written, never after
- * the server was saved. A store lost after the save fails the discovery only: answered as saved,
- * its error in the status, the server discovered again.
+ * written (`saveAndDiscover`): a Redis outage answers `unavailable` ("not run") with nothing
+ * written, never after the server was saved.
  */
 export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
@@ -76,8 +74,8 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
   let dropped: DroppedSecrets | undefined;
-  const discovered = await deps.discovery.saveAndDiscover(caller.account, name, async (owedProbeAt) => {
-    const written = await writeServer(deps, caller, { name, config, pinGiven, oauthClient, owedProbeAt });
+  const discovered = await deps.discovery.saveAndDiscover(caller.account, name, async () => {
+    const written = await writeServer(deps, caller, { name, config, pinGiven, oauthClient });
     dropped = written.dropped;
     if (dropped !== undefined)
       deps.log.info('server moved to another origin: its stored secrets were dropped', {
@@ -86,6 +84,7 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
         headers: dropped.headers,
         oauth: dropped.oauth,
       });
+    if (oauthClient !== undefined) await deps.oauth?.preRegister(written.saved, oauthClient);
     return written.saved;
   });
   const answer = await withAuthorization(deps, discovered, async (s) =>
@@ -96,10 +95,8 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
 
 /**
  * SetMcpServer's write, in one transaction: the server's config with its secrets sealed for its
- * origin, what a move to another origin drops, its pin, its pre-registered OAuth client, the
- * re-probe that stands for its discovery until that records (`owedProbeAt`), the audit entry. A
- * refusal (a guard, the account's quota of servers, a foreign secret ref), or Postgres lost
- * midway, writes nothing.
+ * origin, what a move to another origin drops, its pin, the audit entry. A refusal (a guard, the
+ * account's quota of servers, a foreign secret ref) writes nothing.
  */
 async function writeServer(
   deps: ServersDeps,
@@ -109,10 +106,9 @@ async function writeServer(
     config: ValidServerConfig;
     pinGiven: PinMode | undefined;
     oauthClient: PreRegisteredClient | undefined;
-    owedProbeAt: Date;
   },
 ): Promise<{ saved: McpServerRecord; dropped: DroppedSecrets | undefined }> {
-  const { name, config, pinGiven, oauthClient, owedProbeAt } = given;
+  const { name, config, pinGiven, oauthClient } = given;
   const origin = urlOrigin(config.url);
   return deps.db.transaction().execute(async (trx) => {
     await refuseUnknownSecretRefs(deps, caller.account, config, trx);
@@ -140,8 +136,7 @@ async function writeServer(
     const pin: PinMode =
       pinGiven ?? (previous !== null ? pinModeOf(previous.config) : (deps.pins?.defaultMode ?? 'off'));
     if (pin !== 'off') stored.pin = pin;
-    const saved = await saveServer(deps, caller, trx, { name, previous, owedProbeAt }, stored);
-    if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient, trx);
+    const saved = await saveServer(deps, caller, trx, { name, previous }, stored);
     const dropped: DroppedSecrets | undefined =
       droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
     return { saved, dropped };
@@ -156,12 +151,12 @@ async function saveServer(
   deps: Pick<ServersDeps, 'servers'>,
   caller: Caller,
   trx: Kysely<Database>,
-  target: { name: string; previous: McpServerRecord | null; owedProbeAt: Date },
+  target: { name: string; previous: McpServerRecord | null },
   stored: StoredServerConfig,
 ): Promise<McpServerRecord> {
-  const { name, previous, owedProbeAt } = target;
+  const { name, previous } = target;
   try {
-    let saved = await deps.servers.upsertConfig(caller.account, name, stored, owedProbeAt, trx);
+    let saved = await deps.servers.upsertConfig(caller.account, name, stored, trx);
     saved = await changePin(caller, trx, previous, saved);
     await recordAudit(trx, {
       ...auditBy(caller),
