@@ -97,10 +97,7 @@ export async function renderServerPage(name, servers, mountActivity) {
   const body = $('server-page-body');
   const s = servers.find((x) => x.name === name);
   // A reload draws the open page again: what its search holds stays (a person may be typing).
-  const kept =
-    $('server-page').dataset.server === name
-      ? (/** @type {HTMLInputElement | null} */ ($('server-tool-search'))?.value ?? '')
-      : '';
+  const samePage = $('server-page').dataset.server === name;
   $('server-page').dataset.server = name;
   if (!s) {
     body.replaceChildren(
@@ -114,7 +111,6 @@ export async function renderServerPage(name, servers, mountActivity) {
   const tools = toolList(s);
   tools.id = 'server-page-tools';
   search.dataset.filter = tools.id;
-  search.value = kept;
   // The list shown now, not the one drawn with the search: a permission change draws it again.
   const filter = () => {
     const q = search.value.trim().toLowerCase();
@@ -124,6 +120,10 @@ export async function renderServerPage(name, servers, mountActivity) {
   };
   search.addEventListener('input', filter);
   const activity = el('div', { id: 'server-activity' });
+  const history = await historyBlock(s);
+  // Read once the history is in, just before the page is replaced: what was typed while it
+  // loaded is kept too (read before the wait, a search cleared meanwhile came back).
+  search.value = samePage ? (/** @type {HTMLInputElement | null} */ ($('server-tool-search'))?.value ?? '') : '';
   body.replaceChildren(
     el('div', { className: 'page-head' }, el('h2', { textContent: s.name }), serverChips(s), serverActions(s)),
     el('p', { className: 'muted url', textContent: `${s.url} (${hostOf(s.url)}${s.builtin ? ', built-in' : ''})` }),
@@ -137,7 +137,7 @@ export async function renderServerPage(name, servers, mountActivity) {
     el('h3', { textContent: 'Activity' }),
     activity,
     el('h3', { textContent: 'History' }),
-    await historyBlock(s),
+    history,
   );
   filter();
   await mountActivity(activity, { server: s.name });

@@ -765,5 +765,40 @@ describe.skipIf(!HAS_CHROMIUM)(
       await page.fill('#server-tool-search', '');
       expect(await page.locator('#server-page-tools li.filtered-out').count()).toBe(0);
     });
+
+    it('keeps what is typed in the search while a live reload of the page loads its history', async () => {
+      await room('#/servers/acme');
+      await page.locator('#server-page-tools li[data-tool="drop_table"]').waitFor();
+      await page.fill('#server-tool-search', 'echo');
+      expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
+      // The reload's history read is held: the search is cleared while the page is being drawn.
+      let asked!: () => void;
+      const historyAsked = new Promise<void>((r) => (asked = r));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      const holdHistory = async (route: Route) => {
+        if (
+          (route.request().postDataJSON() as { action?: { type?: string } } | null)?.action?.type !== 'ListAuditEvents'
+        )
+          return route.continue();
+        asked();
+        await released;
+        return route.continue();
+      };
+      await page.evaluate(`document.querySelector('#server-page-tools').dataset.drawn = 'before'`);
+      await page.route('**/v1/actions', holdHistory);
+      try {
+        await system.api.act('SetMcpServer', { name: 'typo2', config: { url: acme.url.replace(/\/mcp$/, '/mpd') } });
+        await historyAsked;
+        await page.fill('#server-tool-search', '');
+        release();
+        await page.locator('#server-page-tools:not([data-drawn])').waitFor();
+      } finally {
+        release();
+        await page.unroute('**/v1/actions', holdHistory);
+      }
+      expect(await page.inputValue('#server-tool-search')).toBe('');
+      expect(await page.locator('#server-page-tools li.filtered-out').count()).toBe(0);
+    });
   },
 );
