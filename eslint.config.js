@@ -47,6 +47,27 @@ export default tseslint.config(
     plugins: { layering },
     rules: { 'layering/floors': 'error' },
   },
+  {
+    // The endpoint and the proxy run with an explicit trace context (docs/operations.md#trace-context):
+    // the active context is the root after any await, so their code passes the context by hand.
+    files: ['services/endpoint/src/**/*.ts', 'services/proxy/src/**/*.ts'],
+    ignores: ['**/*.test.ts'],
+    rules: {
+      'no-restricted-properties': [
+        'error',
+        ...['with', 'active', 'bind'].map((property) => ({
+          object: 'context',
+          property,
+          message: 'pass the trace context by hand here (docs/operations.md#trace-context)',
+        })),
+        ...['getActiveSpan', 'getActiveSpanContext'].map((property) => ({
+          object: 'trace',
+          property,
+          message: 'pass the span by hand here (docs/operations.md#trace-context)',
+        })),
+      ],
+    },
+  },
   ...sizeRules(['libs/**/*.ts', 'services/**/*.ts', 'cli/**/*.ts', 'console/**/*.{ts,js}']),
   {
     files: ['**/*.js', '**/*.mjs'],

@@ -15,7 +15,13 @@ export const HUGE_META_BYTES = 20_000;
  * `ui://` resource has no type). `weather`'s `_meta` also tries the connector's own keys and
  * carries one value past the document's bound.
  */
-export async function startAppsUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+export async function startAppsUpstream(): Promise<{
+  url: string;
+  /** The `_meta` of every `resources/read` received (the trace context a client propagated). */
+  readMeta: Record<string, unknown>[];
+  close(): Promise<void>;
+}> {
+  const readMeta: Record<string, unknown>[] = [];
   const app = (uri: string, extra: Record<string, unknown> = {}) => ({
     ui: { resourceUri: uri, visibility: ['model', 'app'] },
     'ui/resourceUri': uri,
@@ -76,11 +82,12 @@ export async function startAppsUpstream(): Promise<{ url: string; close(): Promi
     }));
     server.setRequestHandler('resources/templates/list', noResourceTemplates);
     server.setRequestHandler('resources/read', (request) => {
+      readMeta.push({ ...request.params._meta });
       const c = contents[request.params.uri];
       if (c === undefined) throw new Error(`no resource ${request.params.uri}`);
       return { contents: [{ uri: request.params.uri, ...c }] };
     });
     return server;
   };
-  return serveStatelessMcp(factory);
+  return { ...(await serveStatelessMcp(factory)), readMeta };
 }

@@ -22,6 +22,8 @@ export interface ProxySystemOptions {
   proxies?: number;
   /** Options of the registry beyond its configuration (e.g. `endpoint`, what the console shows). */
   registry?: Pick<RegistryOptions, 'endpoint'>;
+  /** The services' telemetry (a test that reads their spans); default: one of the system's own, shut down with it. */
+  servicesTelemetry?: Telemetry;
 }
 
 /**
@@ -49,8 +51,9 @@ export class ProxySystem {
 
   static async start(opts: ProxySystemOptions = {}): Promise<ProxySystem> {
     const { env, db } = await systemEnv({ LOG_LEVEL: 'warn', ...opts.env });
-    const telemetry = await setupTelemetry({ serviceName: 'mcpx-proxy-test' });
+    const telemetry = opts.servicesTelemetry ?? (await setupTelemetry({ serviceName: 'mcpx-proxy-test' }));
     const stops: Array<() => Promise<void>> = [];
+    if (opts.servicesTelemetry === undefined) stops.push(() => telemetry.shutdown());
     const config = (service: 'registry' | 'projector' | 'proxy', i = 0) =>
       loadConfig(service, {
         ...env,
@@ -165,7 +168,6 @@ export class ProxySystem {
   async stop(): Promise<void> {
     for (const p of this.proxies) await p.stop().catch(() => undefined);
     for (const s of [...this.stops].reverse()) await s().catch(() => undefined);
-    await this.telemetry.shutdown().catch(() => undefined);
     await this.db.drop().catch(() => undefined);
   }
 }

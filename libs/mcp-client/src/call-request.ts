@@ -13,12 +13,19 @@ import type { LegacyTarget, ModernTarget, ToolCallOptions } from './call-target.
 import { mcpParamHeaders, encodeMcpParamValue } from './mcp-param-headers.js';
 import { withTasksExtension } from './tasks.js';
 
-/** `traceparent`/`tracestate` of the caller's carrier, as `_meta` keys (2026-07-28 names them so). */
-export function traceMeta(carrier: (() => Record<string, string>) | undefined): Record<string, string> | undefined {
-  if (carrier === undefined) return undefined;
+/**
+ * `traceparent`/`tracestate` of a W3C carrier: the request's own (`trace`), else the one the
+ * connection's carrier function reads when the request is made. The same keys name them in an
+ * HTTP header block and in a 2026-07-28 request's `_meta`.
+ */
+export function traceMeta(
+  carrier: (() => Record<string, string>) | undefined,
+  trace?: Record<string, string>,
+): Record<string, string> | undefined {
+  if (trace === undefined && carrier === undefined) return undefined;
   let values: Record<string, string>;
   try {
-    values = carrier();
+    values = trace ?? carrier!();
   } catch {
     return undefined;
   }
@@ -64,8 +71,10 @@ export function modernRequest(
   opts: ToolCallOptions,
   progressToken: string | undefined,
 ): { headers: Record<string, string>; body: string } {
+  const trace = opts.trace === undefined ? target.traceMeta() : traceMeta(undefined, opts.trace);
   const headers: Record<string, string> = {
     ...target.headers,
+    ...(opts.trace !== undefined ? trace : {}),
     ...(opts.tool !== undefined ? mcpParamHeaders(opts.tool.inputSchema, params.arguments) : {}),
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -74,7 +83,7 @@ export function modernRequest(
     'mcp-name': encodeMcpParamValue(params.name),
   };
   const meta: Record<string, unknown> = {
-    ...target.traceMeta(),
+    ...trace,
     ...params._meta,
     ...(progressToken !== undefined ? { progressToken } : {}),
     ...(opts.logLevel !== undefined ? { [LOG_LEVEL_META_KEY]: opts.logLevel } : {}),
@@ -91,8 +100,10 @@ export function legacyRequest(
   id: string,
   params: CallToolRequest['params'],
   progressToken: string | undefined,
+  trace?: Record<string, string>,
 ): { headers: Record<string, string>; body: string } {
   const headers = sessionHeaders(target);
+  if (trace !== undefined) Object.assign(headers, traceMeta(undefined, trace));
   const sent = progressToken === undefined ? params : { ...params, _meta: { ...params._meta, progressToken } };
   return { headers, body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: sent }) };
 }

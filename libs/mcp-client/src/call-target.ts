@@ -61,4 +61,10 @@ export interface ToolCallOptions {
   logLevel?: string;
   /** Told of each `notifications/message` on the call's response stream (unchecked: the caller bounds it). */
   onLog?: (params: unknown) => void;
+  /**
+   * The W3C trace carrier (`traceparent`, `tracestate`) of the caller's span, for a caller whose
+   * context does not follow awaits: sent in the POST's headers and, modern, its `_meta`.
+   * Unset: the target's `traceMeta` (the active context) in `_meta`, the request function's own headers.
+   */
+  trace?: Record<string, string>;
 }

@@ -115,7 +115,7 @@ export class Connection implements McpConnection {
         modern && opts.onlyCapabilities !== undefined
           ? { [CLIENT_CAPABILITIES_META_KEY]: opts.onlyCapabilities }
           : undefined;
-      const trace = modern ? traceMeta(this.#ctx.traceCarrier) : undefined;
+      const trace = modern ? traceMeta(this.#ctx.traceCarrier, opts.trace) : undefined;
       const meta = trace === undefined && declared === undefined ? undefined : { ...trace, ...declared };
       const sent = meta === undefined ? params : { ...params, _meta: meta };
       if (modern && opts.allowInputRequired === true) options.allowInputRequired = true;
@@ -204,6 +204,7 @@ export class Connection implements McpConnection {
           ...(opts.task !== undefined && target.era === 'modern' ? { tasks: true } : {}),
           ...(opts.logLevel !== undefined && target.era === 'modern' ? { logLevel: opts.logLevel } : {}),
           ...(opts.onLog !== undefined ? { onLog: opts.onLog } : {}),
+          ...(opts.trace !== undefined ? { trace: opts.trace } : {}),
         })) as McpCallResult;
         return this.#scrubbed(result);
       } catch (error) {

@@ -123,6 +123,12 @@ export interface CallToolOptions {
    * tasks extension in `_meta`. The result may then be a created task (`createdTaskOf`).
    */
   task?: { ttlMs: number };
+  /**
+   * The W3C trace carrier (`traceparent`, `tracestate`) of the caller's span, for a caller whose
+   * trace context does not follow awaits: a modern request carries it in its `_meta`, a call's
+   * POST also in its headers. Unset: the connection's `traceCarrier`, read when the request is made.
+   */
+  trace?: Record<string, string>;
 }
 
 export interface ListToolsOptions {
@@ -167,6 +173,12 @@ export interface RelayOptions {
   allowInputRequired?: boolean;
   /** The capabilities the request declares instead of the connection's (modern only, in `_meta`). */
   onlyCapabilities?: ClientCapabilities;
+  /**
+   * The W3C trace carrier (`traceparent`, `tracestate`) of the caller's span, for a caller whose
+   * trace context does not follow awaits: a modern request carries it in its `_meta`, a call's
+   * POST also in its headers. Unset: the connection's `traceCarrier`, read when the request is made.
+   */
+  trace?: Record<string, string>;
 }
 
 export interface McpConnection {

@@ -49,7 +49,7 @@ export async function toolCall(
   const { headers, body } =
     target.era === 'modern'
       ? modernRequest(target, id, params, opts, progressToken)
-      : legacyRequest(target, id, params, progressToken);
+      : legacyRequest(target, id, params, progressToken, opts.trace);
   const scanner = new SseResponseScanner(id, onOther);
   let sent = false;
   try {

@@ -7,6 +7,7 @@ import {
   type ProxyCallRequest,
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
+import type { Context } from '@mcpx/telemetry';
 
 /**
  * A call as the runtime asks for it: the fields of the proxy's call request (`ProxyCallRequest`
@@ -42,6 +43,11 @@ export type CallInput = Pick<ProxyCallRequest, 'account' | 'agent' | 'run' | 'to
      * `onLog` (a malformed one is skipped). Both or neither.
      */
     onLog?: (log: CallLog) => void;
+    /**
+     * The trace context the call belongs to, carried in the request's headers (never in its
+     * payload). Default: the active one when the call is made.
+     */
+    trace?: Context;
   };
 
 /** The `details` of an `input_required` error: what the server asks, by whom it is answered. */

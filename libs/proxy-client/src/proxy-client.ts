@@ -21,12 +21,12 @@ import {
   type RunEnded,
   type Subjects,
 } from '@mcpx/contracts';
-import { traceHeaders, type Counter, type Meter } from '@mcpx/telemetry';
+import { traceHeaders, type Context, type Counter, type Meter } from '@mcpx/telemetry';
 import { watchDecisions, watchInputAnswers } from './decisions.js';
 import { publishNotification } from './notifications.js';
 import { decodeCallReply, listenCall } from './call-reply.js';
 import { StickyRuns } from './sticky-runs.js';
-import { RequestMux } from './request-mux.js';
+import { RequestMux, type MuxRequestOptions } from './request-mux.js';
 import {
   DEFAULT_LIVENESS,
   inputRequiredOf,
@@ -92,12 +92,13 @@ export class ProxyClient {
    * refused here (`invalid_input` naming the field), nothing sent; a failure is a WireError with
    * the proxy's typed code (a server's own JSON-RPC error keeps its `mcpCode` in the details).
    */
-  async relay(req: RelayRequest): Promise<Record<string, unknown>> {
+  async relay(req: RelayRequest, opts: { trace?: Context } = {}): Promise<Record<string, unknown>> {
     const payload = encodeRelayRequest(req);
+    const headers = traceHeaders(opts.trace);
     const timeout = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS) + REPLY_MARGIN_MS;
     let data: Uint8Array;
     try {
-      data = (await this.mux.request(this.subjects.proxyRelay, payload, { timeout, headers: traceHeaders() })).data;
+      data = (await this.mux.request(this.subjects.proxyRelay, payload, { timeout, headers })).data;
     } catch (err) {
       if (isNoResponders(err))
         throw new WireError(ErrorCodes.transportError, 'no proxy instance is running to take the request');
@@ -159,7 +160,10 @@ export class ProxyClient {
         : undefined;
     let reply: ProxyCallReply;
     try {
-      reply = await this.watch(this.exchange(input.run, payload, timeout), held);
+      reply = await this.watch(
+        this.exchange(input.run, payload, { timeout, headers: traceHeaders(input.trace) }),
+        held,
+      );
     } finally {
       heard?.unsubscribe();
       logs?.unsubscribe();
@@ -295,16 +299,16 @@ export class ProxyClient {
   }
 
   /** The request, on the run's instance when it has one, else (or when that one is gone) the queue group. */
-  private async exchange(run: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
+  private async exchange(run: string, payload: Uint8Array, opts: MuxRequestOptions): Promise<ProxyCallReply> {
     const instance = this.sticky.get(run);
     try {
-      if (instance === undefined) return await this.send(this.subjects.proxyCall, payload, timeout);
+      if (instance === undefined) return await this.send(this.subjects.proxyCall, payload, opts);
       try {
-        return await this.send(this.subjects.proxyInstanceCall(instance), payload, timeout);
+        return await this.send(this.subjects.proxyInstanceCall(instance), payload, opts);
       } catch (err) {
         if (!isNoResponders(err)) throw err;
         this.sticky.delete(run);
-        return await this.send(this.subjects.proxyCall, payload, timeout);
+        return await this.send(this.subjects.proxyCall, payload, opts);
       }
     } catch (err) {
       // Nothing ran: no instance received the call. Retryable once a proxy is up.
@@ -366,10 +370,10 @@ export class ProxyClient {
     });
   }
 
-  private async send(subject: string, payload: Uint8Array, timeout: number): Promise<ProxyCallReply> {
+  private async send(subject: string, payload: Uint8Array, opts: MuxRequestOptions): Promise<ProxyCallReply> {
     let data: Uint8Array;
     try {
-      data = (await this.mux.request(subject, payload, { timeout, headers: traceHeaders() })).data;
+      data = (await this.mux.request(subject, payload, opts)).data;
     } catch (err) {
       // No responders goes up as it is (the caller tries the queue group, or says transport_error).
       switch (natsFailure(err)) {

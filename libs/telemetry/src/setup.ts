@@ -2,10 +2,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { context, metrics, propagation, trace } from '@opentelemetry/api';
+import { metrics, trace } from '@opentelemetry/api';
 import type { Meter, Tracer } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -14,6 +12,7 @@ import { BatchSpanProcessor, SimpleSpanProcessor, TracerProvider } from '@opente
 import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { safeUrlForTelemetry } from './safe-url.js';
+import { ensureTraceContext } from './trace-context.js';
 
 export interface TelemetryOptions {
   /** `service.name` resource attribute and the tracer/meter name. */
@@ -53,19 +52,6 @@ export interface Telemetry {
   shutdown(): Promise<void>;
 }
 
-let contextInstalled = false;
-
-/**
- * The context manager and the propagator are process-wide and stateless, so they are installed
- * once; a second install would be refused by the API anyway (and log an error).
- */
-function installContextOnce(): void {
-  if (contextInstalled) return;
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-  contextInstalled = true;
-}
-
 /**
  * The global providers are replaced by the latest setup (tests call setup more than once per
  * process); the API refuses a second registration, so the previous one is disabled first.
@@ -100,11 +86,12 @@ async function close(server: Server): Promise<void> {
 
 /**
  * Sets up tracing and metrics for one service process: a TracerProvider (OTLP/HTTP export when
- * `otlpEndpoint` is set, plus `spanExporter`), a MeterProvider read by a Prometheus exporter, the
- * AsyncLocalStorage context manager and the W3C trace-context propagator.
+ * `otlpEndpoint` is set, plus `spanExporter`), a MeterProvider read by a Prometheus exporter, and
+ * the process's trace context (`async` unless its entry point chose `explicit`: ./trace-context.ts)
+ * with the W3C trace-context propagator.
  */
 export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry> {
-  installContextOnce();
+  ensureTraceContext();
 
   const resource = resourceFromAttributes({
     [ATTR_SERVICE_NAME]: opts.serviceName,

@@ -1,11 +1,13 @@
 import { context, propagation } from '@opentelemetry/api';
+import type { Context } from '@opentelemetry/api';
 
 /**
- * The active trace context as a plain W3C carrier (`traceparent`, and `tracestate` when set):
- * what a modern MCP request carries in its `_meta`. Empty when no span is active.
+ * The trace context `ctx` (default: the active one) as a plain W3C carrier (`traceparent`, and
+ * `tracestate` when set): what a modern MCP request carries in its `_meta`, and an HTTP request
+ * in its headers. Empty when `ctx` carries no span.
  */
-export function traceCarrier(): Record<string, string> {
+export function traceCarrier(ctx: Context = context.active()): Record<string, string> {
   const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
+  propagation.inject(ctx, carrier);
   return carrier;
 }

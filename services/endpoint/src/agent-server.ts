@@ -1,4 +1,4 @@
-import type { Counter, Histogram, Meter, Tracer } from '@opentelemetry/api';
+import type { Counter, Histogram, Meter, Span, Tracer } from '@opentelemetry/api';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { ProxyClient, TaskClient } from '@mcpx/proxy-client';
 import {
@@ -45,7 +45,8 @@ export interface AgentServerDeps {
   version: string;
   /** The proxy's task service: task-augmented calls and `tasks/*` for the clients that declare tasks (absent: none). */
   tasks?: TaskClient;
-  onError: (err: Error) => void;
+  /** An unexpected failure; `span`, when given, is the request's (its ids go into the log line). */
+  onError: (err: Error, span?: Span) => void;
   /** A 2025 client's `resources/subscribe` (absent: not offered). */
   legacySubscriptions?: LegacySubscriptions;
   /** The task status relay: a 2026-07-28 listen's `taskIds` are heard when given (task-listen.ts). */

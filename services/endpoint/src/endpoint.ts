@@ -4,7 +4,7 @@ import { makeSubjects } from '@mcpx/contracts';
 import { endpointReads } from '@mcpx/stored';
 import { createDb } from '@mcpx/db';
 import { createLogger, type Logger, type LogSink } from '@mcpx/log';
-import { serviceTelemetry, startInternalServer, type Telemetry } from '@mcpx/telemetry';
+import { serviceTelemetry, spanIds, startInternalServer, type Telemetry } from '@mcpx/telemetry';
 import { AgentServers, SERVER_NAME } from './agent-server.js';
 import { LogLevels } from './log-levels.js';
 import { AgentTokens } from './agent-tokens.js';
@@ -116,7 +116,7 @@ function serveParts(
     ...telemetry,
     pageSize: config.pageSize,
     version: VERSION,
-    onError: (err) => log.warn('mcp request failed', { err }),
+    onError: (err, span) => log.warn('mcp request failed', { err, ...spanIds(span) }),
   });
   const handler = endpointHandler(
     {

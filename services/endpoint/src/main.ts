@@ -1,3 +1,4 @@
+import { installTraceContext } from '@mcpx/telemetry';
 import { loadEndpointConfig, startEndpoint } from './endpoint.js';
 
 /**
@@ -7,6 +8,8 @@ import { loadEndpointConfig, startEndpoint } from './endpoint.js';
  * APPROVAL_TTL_MS, OUTBOUND_PROFILE), then the service.
  */
 async function main(): Promise<void> {
+  // The call path passes its trace context by hand (docs/operations.md#trace-context).
+  installTraceContext('explicit');
   const endpoint = await startEndpoint(loadEndpointConfig(process.env));
   const stop = (): void =>
     void endpoint.stop().then(

@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Counter, type Tracer } from '@opentelemetry/api';
 import { ErrorCodes, INPUT_METHODS, WireError, toWireError, type RelayMethod } from '@mcpx/contracts';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import { ProtocolError, ProtocolErrorCode, type Server } from '@modelcontextprotocol/server';
@@ -141,15 +141,19 @@ class RelayedFace {
     });
     let outcome = 'ok';
     try {
-      return await deps.proxy.relay({
-        account: grant.account,
-        agent: grant.agent,
-        run: this.run,
-        server: target,
-        method,
-        params,
-        ...rounds?.fields,
-      });
+      return await deps.proxy.relay(
+        {
+          account: grant.account,
+          agent: grant.agent,
+          run: this.run,
+          server: target,
+          method,
+          params,
+          ...rounds?.fields,
+        },
+        // The proxy's span joins this one's trace (passed by hand: this process's context does not follow awaits).
+        { trace: trace.setSpan(ROOT_CONTEXT, span) },
+      );
     } catch (err) {
       // The server's questions, all the client's own (the proxy refuses any other), as its input_required.
       const asked =

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import {
-  context,
   SpanKind,
   SpanStatusCode,
   trace,
+  type Context,
   type Counter,
   type Histogram,
   type Span,
@@ -42,7 +42,7 @@ export interface ToolCallsDeps {
   approvals: UserApprovals;
   requests: Counter;
   duration: Histogram;
-  onError: (err: Error) => void;
+  onError: (err: Error, span?: Span) => void;
   /** Calls that became tasks (absent: a task's handle is answered as the proxy words it). */
   tasks?: EndpointTasks;
 }
@@ -56,6 +56,8 @@ export type CallAnswer = (result: CallToolResult | InputRequiredResult | undefin
 /** One call on its way: its span, its outcome for the metrics, and its refusal as a tool result. */
 interface CallState {
   span: Span;
+  /** The call's trace context (its span's), passed by hand: this process's context does not follow awaits. */
+  ctx: Context;
   outcome: { value: string };
   refused: (wire: WireError) => CallToolResult;
 }
@@ -119,7 +121,7 @@ export class ToolCalls {
     const outcome = { value: 'ok' };
     let result: CallToolResult | InputRequiredResult;
     try {
-      result = await context.with(trace.setSpan(parent, span), () => this.run(input, span, outcome));
+      result = await this.run(input, span, trace.setSpan(parent, span), outcome);
     } catch (err) {
       try {
         answer?.(undefined, err);
@@ -151,6 +153,7 @@ export class ToolCalls {
   private async run(
     input: ToolCallInput,
     span: Span,
+    ctx: Context,
     outcome: { value: string },
   ): Promise<CallToolResult | InputRequiredResult> {
     const { grant, name, meta } = input;
@@ -163,6 +166,7 @@ export class ToolCalls {
     }
     const state: CallState = {
       span,
+      ctx,
       outcome,
       refused: (wire) => {
         outcome.value = wire.code;
@@ -244,6 +248,7 @@ export class ToolCalls {
         ...(onLog !== undefined ? { logLevel: input.logLevel, onLog } : {}),
         // A client that asked for a task polls it itself: the handle at once.
         ...(input.task !== undefined ? { task: true, taskWaitMs: 0 } : {}),
+        trace: state.ctx,
       });
       if (result.task !== undefined && this.deps.tasks !== undefined) {
         outcome.value = 'task';
@@ -261,7 +266,7 @@ export class ToolCalls {
         mark: (key, value) => span.setAttribute(key, value),
       });
       if (answer !== undefined) return answer;
-      if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error);
+      if (wire.code === ErrorCodes.internal) this.deps.onError(err as Error, span);
       return state.refused(wire);
     } finally {
       if (progress !== undefined) span.setAttribute('mcpx.progress.relayed', relayed.progress);

@@ -1,7 +1,8 @@
 import { ErrorCodes, WireError, type ApprovalRequestedEvent, type ProxyCallRequest } from '@mcpx/contracts';
 import { encodeCanonical, sha256Hex, type McpToolDocument } from '@mcpx/domain';
-import { trace, type Counter, type Meter } from '@opentelemetry/api';
+import type { Counter, Meter, Span } from '@opentelemetry/api';
 import type { Logger } from '@mcpx/log';
+import { spanIds } from '@mcpx/telemetry';
 import {
   isRedisUnavailable,
   PendingApprovalsFullError,
@@ -93,26 +94,25 @@ export class ApprovalGate {
    * approval asked for this very call (same agent, run, tool and arguments' digest): approved,
    * it runs once; still pending, it waits on the same approval (no new one); denied, it is
    * refused until the approval's deadline. Otherwise (never asked, used, expired) a new approval
-   * is asked for.
+   * is asked for. `span` (the call's approval step) is told which approval was used or asked.
    */
-  async admit(req: ProxyCallRequest, doc: McpToolDocument): Promise<void> {
+  async admit(req: ProxyCallRequest, doc: McpToolDocument, span?: Span): Promise<void> {
     const argsHash = argumentsHash(req.arguments);
     const binding = { agent: req.agent, run: req.run, tool: req.tool, argsHash };
-    const span = trace.getActiveSpan();
     if (req.approvalId !== undefined) {
       const out = await this.deps.store.consume(req.account, req.approvalId, binding).catch((err: unknown) => {
         throw approvalsDown(err);
       });
       const refusal = consumeRefusal(out, req.approvalId, doc);
       if (refusal !== undefined) throw refusal;
-      this.used(req, doc, req.approvalId, 'id');
+      this.used(req, doc, req.approvalId, 'id', span);
       return;
     }
     const claim = await this.deps.store.claimByCall(req.account, binding).catch((err: unknown) => {
       throw approvalsDown(err);
     });
     if (claim.ok) {
-      this.used(req, doc, claim.record.id, 'call');
+      this.used(req, doc, claim.record.id, 'call', span);
       return;
     }
     if (claim.reason === 'pending') {
@@ -149,8 +149,13 @@ export class ApprovalGate {
   }
 
   /** The use of an approval, recorded: on the call's span and in the log (who, which call, how it was matched). */
-  private used(req: ProxyCallRequest, doc: McpToolDocument, approvalId: string, matched: 'id' | 'call'): void {
-    const span = trace.getActiveSpan();
+  private used(
+    req: ProxyCallRequest,
+    doc: McpToolDocument,
+    approvalId: string,
+    matched: 'id' | 'call',
+    span: Span | undefined,
+  ): void {
     span?.setAttribute('mcpx.approval.id', approvalId);
     span?.setAttribute('mcpx.approval.matched', matched);
     this.deps.log?.info('approved tool call admitted', {
@@ -160,6 +165,7 @@ export class ApprovalGate {
       tool: doc.name,
       approval: approvalId,
       matched,
+      ...spanIds(span),
     });
   }
 }

@@ -1,4 +1,4 @@
-import { context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Span, Tracer } from '@opentelemetry/api';
 import { ErrorCodes, WireError, type ProxyCallRequest } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { ServerCredentials } from '@mcpx/stored';
@@ -136,7 +136,7 @@ export class CallChecks {
       [McpAttributes.server]: doc.server,
     });
     try {
-      await context.with(trace.setSpan(ctx, approving), () => this.deps.approvals!.admit(req, doc));
+      await this.deps.approvals!.admit(req, doc, approving);
       endWithOutcome(approving, undefined, 'approved');
     } catch (err) {
       const wire = beforeSend(err);
@@ -148,13 +148,13 @@ export class CallChecks {
   }
 
   /** The server's credentials, the warm entry without an await; an oauth token about to expire is refreshed first. */
-  async serverFor(req: ProxyCallRequest, doc: McpToolDocument): Promise<ServerCredentials> {
+  async serverFor(req: ProxyCallRequest, doc: McpToolDocument, ctx: Context): Promise<ServerCredentials> {
     const { catalog, oauth } = this.deps;
     const server = catalog.serverNow(req.account, doc.server) ?? (await catalog.server(req.account, doc.server));
     if (server === null)
       throw new WireError(ErrorCodes.notFound, `no MCP server named ${doc.server}`, { server: doc.server });
     if (server.oauth !== undefined && oauth?.expiring(server))
-      return await oauth.refreshed(req.account, doc.server, server);
+      return await oauth.refreshed(req.account, doc.server, server, ctx);
     return server;
   }
 }

@@ -1,7 +1,6 @@
 import {
   SpanKind,
   SpanStatusCode,
-  context,
   trace,
   type Attributes,
   type Context,
@@ -17,7 +16,7 @@ import type { CallLimiter, CallLimits } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { ServerCredentials } from '@mcpx/stored';
 import type { McpCallResult } from '@mcpx/mcp-client';
-import { McpAttributes } from '@mcpx/telemetry';
+import { McpAttributes, spanIds } from '@mcpx/telemetry';
 import type { ApprovalGate } from './approval-gate.js';
 import { limitRefusal, limitRefusalKind } from './call-decisions.js';
 import type { Catalog } from './catalog.js';
@@ -180,7 +179,7 @@ export class CallHandler {
     const ctx = trace.setSpan(parent, span);
     let result: ProxyResult;
     try {
-      result = await context.with(ctx, () => this.execute(req, key, started, span, target, ctx));
+      result = await this.execute(req, key, started, span, target, ctx);
     } catch (err) {
       const wire = toWire(err);
       code = wire.code;
@@ -191,8 +190,8 @@ export class CallHandler {
         // The caller's answer failed (its reply is its own concern): the call is still accounted for below.
       }
       // A fault of ours: the caller sees only `internal`; the operator sees what it was.
-      if (wire.code === ErrorCodes.internal)
-        this.deps.log?.error('a call failed with an unexpected error', { tool: req.tool, err: err as Error });
+      const fields = { tool: req.tool, err: err as Error, ...spanIds(span) };
+      if (wire.code === ErrorCodes.internal) this.deps.log?.error('a call failed with an unexpected error', fields);
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
       span.setAttributes({ 'mcpx.error_code': wire.code, [McpAttributes.errorCode]: wire.code });
       this.done(req, span, code, started, target);
@@ -264,7 +263,7 @@ export class CallHandler {
       const result = await this.questions.resumeParked(req, doc, resumption, forms, span);
       return finishedCall(doc, req, result, started, this.deps.replyLimits);
     }
-    const server = await this.checks.serverFor(req, doc);
+    const server = await this.checks.serverFor(req, doc, ctx);
     span.setAttribute('mcp.server', doc.server);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_CALL_TIMEOUT_MS, MAX_CALL_TIMEOUT_MS);
     const release = await this.admitted(req, doc, key, timeoutMs);

@@ -1,4 +1,4 @@
-import { context, trace, type Context, type Counter, type Meter, type Span, type Tracer } from '@opentelemetry/api';
+import { trace, type Context, type Counter, type Meter, type Span, type Tracer } from '@opentelemetry/api';
 import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
 import { DEFAULT_QUOTAS } from '@mcpx/config';
 import {
@@ -263,7 +263,10 @@ export class ConnectionPool {
     const connecting =
       acquiring === undefined
         ? connector.connect(account, server, entry, authContext)
-        : context.with(trace.setSpan(parent!, acquiring), () => connector.connect(account, server, entry, authContext));
+        : connector.connect(account, server, entry, authContext, {
+            ctx: trace.setSpan(parent!, acquiring),
+            span: acquiring,
+          });
     const slot: Slot = { server, conn: undefined, pending: connecting, authContext, verdictReported: false };
     addSlot(pool, slot);
     connecting.then(

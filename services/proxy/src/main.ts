@@ -1,3 +1,4 @@
+import { installTraceContext } from '@mcpx/telemetry';
 import { loadConfig } from '@mcpx/config';
 import { startProxy } from './proxy.js';
 
@@ -6,6 +7,8 @@ import { startProxy } from './proxy.js';
  * PROXY_MAX_CONCURRENCY_PER_SERVER and PROXY_RATE_PER_SERVER, see libs/config), then the service.
  */
 async function main(): Promise<void> {
+  // The call path passes its trace context by hand (docs/operations.md#trace-context).
+  installTraceContext('explicit');
   const proxy = await startProxy(loadConfig('proxy', process.env));
   const stop = (): void =>
     void proxy.stop().then(

@@ -1,5 +1,5 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { Counter, Meter, Tracer } from '@opentelemetry/api';
+import type { Context, Counter, Meter, Tracer } from '@opentelemetry/api';
 import { request } from '@mcpx/bus';
 import {
   ErrorCodes,
@@ -52,13 +52,14 @@ export class OAuthTokens {
 
   /**
    * A fresh entry for `server` after its token (held in `entry`) expired or was refused. Calls of
-   * this proxy that need the same refresh share one request.
+   * this proxy that need the same refresh share one request; its span is a child of `parent`
+   * (the first asker's call or relay) when given.
    */
-  refreshed(account: string, server: string, entry: ServerCredentials): Promise<ServerCredentials> {
+  refreshed(account: string, server: string, entry: ServerCredentials, parent?: Context): Promise<ServerCredentials> {
     const key = `${account}:${server}:${entry.oauth?.tokenHash ?? ''}`;
     let p = this.inflight.get(key);
     if (p === undefined) {
-      p = this.observed(account, server, () => this.refresh(account, server, entry)).finally(() =>
+      p = this.observed(account, server, () => this.refresh(account, server, entry), parent).finally(() =>
         this.inflight.delete(key),
       );
       this.inflight.set(key, p);
@@ -70,6 +71,7 @@ export class OAuthTokens {
     account: string,
     server: string,
     run: () => Promise<ServerCredentials>,
+    parent: Context | undefined,
   ): Promise<ServerCredentials> {
     const counted = async (): Promise<ServerCredentials> => {
       let result = 'ok';
@@ -83,7 +85,13 @@ export class OAuthTokens {
       }
     };
     return this.deps.tracer
-      ? withSpan(this.deps.tracer, 'proxy.token_refresh', { 'mcp.account': account, 'mcp.server': server }, counted)
+      ? withSpan(
+          this.deps.tracer,
+          'proxy.token_refresh',
+          { 'mcp.account': account, 'mcp.server': server },
+          counted,
+          parent === undefined ? {} : { parent },
+        )
       : counted();
   }
 

@@ -1,4 +1,5 @@
-import { trace, type Counter, type Meter, type UpDownCounter } from '@opentelemetry/api';
+import type { Context, Counter, Meter, Span, UpDownCounter } from '@opentelemetry/api';
+import { tracingFetch } from '@mcpx/telemetry';
 import {
   connectMcp,
   type CreateMessageRequestParams,
@@ -10,6 +11,15 @@ import type { ServerCredentials } from '@mcpx/stored';
 import { MemoryEraVerdicts, type EraVerdictSource } from './era-verdicts.js';
 import { shareable, verdictOutcome } from './pool-rules.js';
 import type { ConnectionPoolOptions, PoolHooks } from './connection-pool.js';
+
+/**
+ * The span a connect runs under (the pool's acquire step of the call that opens it): its
+ * handshake's requests carry its trace context, and its era and verdict are recorded on it.
+ */
+export interface ConnectUnder {
+  ctx: Context;
+  span: Span;
+}
 
 /** A connection shared by the modern runs that use it, by account, server and auth context. */
 interface Shared {
@@ -78,10 +88,11 @@ export class PoolConnector {
     server: string,
     entry: ServerCredentials,
     authContext: string,
+    acquire?: ConnectUnder,
   ): Promise<McpConnection> {
     this.connecting++;
     try {
-      return await this.connectOnce(account, server, entry, authContext);
+      return await this.connectOnce(account, server, entry, authContext, acquire);
     } finally {
       this.connecting--;
     }
@@ -92,6 +103,7 @@ export class PoolConnector {
     server: string,
     entry: ServerCredentials,
     authContext: string,
+    acquire: ConnectUnder | undefined,
   ): Promise<McpConnection> {
     // The notification handler is registered before the connection exists; it reads it from here.
     const opened: { conn?: McpConnection } = {};
@@ -102,7 +114,14 @@ export class PoolConnector {
       await under.catch(() => undefined);
       prior = await this.verdicts.get(account, server, authContext);
     }
-    const connecting = connectMcp(this.connectOptions(account, server, entry, opened, prior));
+    // The handshake's requests carry the acquire span's context, passed by hand (the proxy's
+    // context does not follow awaits); the connection's later requests carry their own.
+    const handshake: { ctx?: Context } = acquire === undefined ? {} : { ctx: acquire.ctx };
+    const connecting = connectMcp(this.connectOptions(account, server, entry, opened, prior, handshake));
+    void connecting.then(
+      () => delete handshake.ctx,
+      () => delete handshake.ctx,
+    );
     // The first probe of a key is waited for by the others; it settles once its verdict is learnt (below).
     let settle: (() => void) | undefined;
     if (prior === undefined && !this.probing.has(probeKey)) {
@@ -122,7 +141,7 @@ export class PoolConnector {
       throw err;
     }
     opened.conn = conn;
-    this.opened(account, server, authContext, conn, prior !== undefined, probeKey);
+    this.opened(account, server, authContext, conn, prior !== undefined, probeKey, acquire?.span);
     settle?.();
     return conn;
   }
@@ -133,6 +152,7 @@ export class PoolConnector {
     entry: ServerCredentials,
     opened: { conn?: McpConnection },
     prior: EraVerdict | undefined,
+    handshake: { ctx?: Context },
   ): Parameters<typeof connectMcp>[0] {
     const { opts, hooks } = this;
     return {
@@ -140,7 +160,9 @@ export class PoolConnector {
       ...(entry.transport ? { transport: entry.transport } : {}),
       headers: entry.headers,
       connectTimeoutMs: opts.connectTimeoutMs,
-      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+      ...(opts.fetch
+        ? { fetch: handshake.ctx === undefined ? opts.fetch : tracingFetch(opts.fetch, () => handshake.ctx) }
+        : {}),
       ...(opts.request ? { request: opts.request } : {}),
       ...(opts.traceCarrier ? { traceCarrier: opts.traceCarrier } : {}),
       ...(opts.capabilities ? { capabilities: opts.capabilities } : {}),
@@ -169,6 +191,7 @@ export class PoolConnector {
     conn: McpConnection,
     hadPrior: boolean,
     key: string,
+    span: Span | undefined,
   ): void {
     this.counted.add(conn);
     if (conn.era === 'modern' && !this.shared.has(key)) {
@@ -181,9 +204,11 @@ export class PoolConnector {
     const outcome = verdictOutcome(hadPrior, conn.reprobed);
     this.verdictOutcomes.add(1, { outcome, era: conn.era });
     // On the call's span: which era the call went out on, and whether finding out cost a probe.
-    trace
-      .getActiveSpan()
-      ?.setAttributes({ 'mcpx.era': conn.era, 'mcp.protocol.version': conn.protocolVersion, 'mcpx.verdict': outcome });
+    span?.setAttributes({
+      'mcpx.era': conn.era,
+      'mcp.protocol.version': conn.protocolVersion,
+      'mcpx.verdict': outcome,
+    });
     if (outcome === 'reused') {
       this.hooks.onOpen(account, server, conn);
     } else {

@@ -4,7 +4,6 @@ import {
   SpanKind,
   SpanStatusCode,
   trace,
-  context,
   type Context,
   type Counter,
   type Histogram,
@@ -26,7 +25,7 @@ import {
 } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { McpClientError, McpClientErrorCode, type McpConnection } from '@mcpx/mcp-client';
-import { McpAttributes, extractTraceContext } from '@mcpx/telemetry';
+import { McpAttributes, extractTraceContext, spanIds, traceCarrier } from '@mcpx/telemetry';
 import type { Catalog } from './catalog.js';
 import { grantedServer } from './granted-server.js';
 import type { ConnectionPool } from './connection-pool.js';
@@ -286,13 +285,14 @@ export class RelayRequests {
     );
     let outcome = 'ok';
     try {
-      return await context.with(trace.setSpan(parent, span), () => this.relay(req, span));
+      return await this.relay(req, span, trace.setSpan(parent, span));
     } catch (err) {
       const wire = relayError(err, req);
       outcome = wire.code;
       if (wire.code === ErrorCodes.internal)
         this.deps.log.error('a relayed request failed with an unexpected error', {
           method: req.method,
+          ...spanIds(span),
           err: err as Error,
         });
       span.setStatus({ code: SpanStatusCode.ERROR, message: wire.message });
@@ -305,7 +305,11 @@ export class RelayRequests {
     }
   }
 
-  private async relay(req: RelayRequest, span: ReturnType<Tracer['startSpan']>): Promise<Record<string, unknown>> {
+  private async relay(
+    req: RelayRequest,
+    span: ReturnType<Tracer['startSpan']>,
+    ctx: Context,
+  ): Promise<Record<string, unknown>> {
     let server = await grantedServer(this.deps.catalog, req);
     // What the caller declared it answers can change a prompt's or a read's result: it is part of the key.
     const key = `${req.account}\u0000${req.server}\u0000${credentialsDigest(server)}\u0000${req.method}\u0000${JSON.stringify(req.params)}\u0000${INPUT_METHODS.has(req.method) ? JSON.stringify(req.answers ?? {}) : ''}`;
@@ -315,31 +319,25 @@ export class RelayRequests {
     span.setAttribute('mcpx.cache.hit', hit !== undefined);
     if (hit !== undefined) return hit;
     if (server.oauth !== undefined && this.deps.oauth?.expiring(server))
-      server = await this.deps.oauth.refreshed(req.account, req.server, server);
+      server = await this.deps.oauth.refreshed(req.account, req.server, server, ctx);
     const timeoutMs = Math.min(req.timeoutMs ?? MAX_RELAY_TIMEOUT_MS, MAX_RELAY_TIMEOUT_MS);
     // A legacy (2025-11-25) connection is a session of the run's own (one endpoint token's): what
     // it answers may be that session's, narrower than the key's account and credentials, so it is
     // never kept for another run, whatever `ttlMs` it carries. A modern server sees no session.
     let session = false;
+    // A modern request carries the relay span's context in its `_meta` (passed by hand: docs/operations.md#trace-context).
+    const carried = traceCarrier(ctx);
     const sendOn =
       (params: Record<string, unknown>, opts: Parameters<RelaySend>[1]) =>
       async (conn: McpConnection): Promise<Record<string, unknown>> => {
         if (conn.era !== 'modern') session = true;
         const caps = conn.client.getServerCapabilities() as Record<string, unknown> | undefined;
         if (caps?.[CAPABILITY[req.method]] === undefined) return undeclared(req);
-        return await conn.relay(req.method, params, { timeoutMs, ...opts });
+        return await conn.relay(req.method, params, { timeoutMs, ...opts, trace: carried });
       };
     const target = server;
     const send: RelaySend = (params, opts) =>
-      this.deps.pool.use(
-        req.account,
-        req.run,
-        req.server,
-        target,
-        sendOn(params, opts),
-        false,
-        trace.setSpan(context.active(), span),
-      );
+      this.deps.pool.use(req.account, req.run, req.server, target, sendOn(params, opts), false, ctx);
     const raw = await relayWithInputs(req, send, this.deps.inputs, span);
     // A ui:// resource that is not HTML is not passed on as an app (./app-resources.ts).
     const screened = req.method === 'resources/read' ? screenAppContents(raw) : raw;

@@ -1,4 +1,4 @@
-import { SpanKind, context, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
+import { SpanKind, trace, type Attributes, type Context, type Span, type Tracer } from '@opentelemetry/api';
 import type { ProxyCallRequest } from '@mcpx/contracts';
 import type { McpToolDocument } from '@mcpx/domain';
 import type { ServerCredentials } from '@mcpx/stored';
@@ -9,7 +9,7 @@ import {
   type McpCallResult,
   type McpConnection,
 } from '@mcpx/mcp-client';
-import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
+import { McpAttributes, endWithOutcome, traceCarrier } from '@mcpx/telemetry';
 import { retryDecision } from './call-decisions.js';
 import type { CallTarget } from './call-metrics.js';
 import type { ConnectionPool } from './connection-pool.js';
@@ -122,7 +122,7 @@ export class UpstreamSend {
       if (!next.retry) throw err;
       if (next.reason === 'unauthorized') {
         this.c.span.addEvent('oauth token refused: refreshing once');
-        this.c.server = await this.deps.oauth!.refreshed(req.account, doc.server, this.c.server);
+        this.c.server = await this.deps.oauth!.refreshed(req.account, doc.server, this.c.server, this.c.ctx);
       } else this.c.span.addEvent('session expired: reconnecting once');
       return await this.deps.pool.use(req.account, run, doc.server, this.c.server, call, true, this.c.ctx);
     }
@@ -182,12 +182,14 @@ export class UpstreamSend {
       ...(progress !== undefined ? { onProgress: progress.progress } : {}),
       ...(logs !== undefined ? { logLevel: req.logLevel, onLog: logs.message } : {}),
       ...(task !== undefined ? { task: { ttlMs: task.ttlMs } } : {}),
+      // The request joins the upstream span's trace (headers, and a modern request's `_meta`).
+      trace: traceCarrier(trace.setSpan(this.c.ctx, client)),
     };
   }
 
   /**
-   * The upstream request's span (`mcp tools/call`, a client span, active while it runs so the
-   * request carries its trace context): the session id of a legacy connection, the protocol
+   * The upstream request's span (`mcp tools/call`, a client span, whose trace context the request
+   * carries: {@link options}): the session id of a legacy connection, the protocol
    * version, the outcome (`ok`, `input_required`, or the error's code).
    */
   private async traced(conn: McpConnection, fn: (span: Span) => Promise<McpCallResult>): Promise<McpCallResult> {
@@ -197,7 +199,7 @@ export class UpstreamSend {
     span.setAttribute('mcp.protocol.version', conn.protocolVersion);
     if (sessionId !== undefined) span.setAttribute(McpAttributes.sessionId, sessionId);
     try {
-      const result = await context.with(trace.setSpan(ctx, span), () => fn(span));
+      const result = await fn(span);
       endWithOutcome(span, undefined, isInputRequired(result) ? 'input_required' : 'ok');
       return result;
     } catch (err) {
