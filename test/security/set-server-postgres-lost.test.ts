@@ -13,7 +13,15 @@ import { sql } from 'kysely';
 import { createDb, type Db } from '@mcpx/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError, type ServerStatus } from '@mcpx/contracts';
-import { addTool, echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import {
+  addTool,
+  echoTool,
+  startOAuthServer,
+  startProtectedMcpServer,
+  startTestMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
 import type { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
@@ -25,14 +33,19 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
   let upstream: TestMcpServer;
   /** Another server with other tools, for a set that changes a server's config. */
   let other: TestMcpServer;
+  let as: TestOAuthServer;
+  /** A server that takes only the authorization server's tokens. */
+  let protectedServer: TestMcpServer;
   /** The test's locks: connections of their own (the harness's pool is the test's reads). */
   let locks: Db;
 
   beforeAll(async () => {
-    [h, upstream, other] = await Promise.all([
+    as = await startOAuthServer();
+    [h, upstream, other, protectedServer] = await Promise.all([
       RegistryHarness.start({ projector: false, registry: { reprobe: { baseMs: 50, intervalMs: 50 } } }),
       startTestMcpServer({ tools: [echoTool()] }),
       startTestMcpServer({ tools: [addTool()] }),
+      startProtectedMcpServer(as),
     ]);
     locks = createDb(h.db.url, { max: 3 });
   });
@@ -41,6 +54,8 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     await h?.stop();
     await upstream?.close();
     await other?.close();
+    await protectedServer?.close();
+    await as?.close();
   });
 
   async function storedNames(): Promise<string[]> {
@@ -120,6 +135,13 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     table: 'event_outbox',
     mode: 'EXCLUSIVE',
     query: 'insert into "registry"."event_outbox"%',
+  };
+
+  /** The read of the server's tool overrides waits for them; the registry's connection is terminated there. */
+  const overridesRead = {
+    table: 'tool_permissions',
+    mode: 'ACCESS EXCLUSIVE',
+    query: 'select%"registry"."tool_permissions"%',
   };
 
   /**
@@ -209,7 +231,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     const api = h.api();
     const got = await withPostgresLostAt(
       () => api.act('SetMcpServer', { name: 'unread', config: { url: upstream.url } }),
-      { table: 'tool_permissions', mode: 'ACCESS EXCLUSIVE', query: 'select%"registry"."tool_permissions"%' },
+      overridesRead,
     );
     expect(got, described(got)).toBeInstanceOf(WireError);
     expect((got as WireError).code, described(got)).toBe('unavailable');
@@ -276,4 +298,29 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     expect(server.name).toBe('refreshed');
     expect(server.status.state, JSON.stringify(server.status)).toBe('ok');
   }, 60_000);
+
+  it('AuthorizeMcpServer with Postgres lost while its tool overrides are read: unavailable, and no authorization was started', async () => {
+    const api = h.api();
+    const { server } = await api.act<Answer>('SetMcpServer', {
+      name: 'authorizing',
+      config: { url: protectedServer.url, auth: 'oauth' },
+    });
+    expect(server.status.state).toBe('auth_required');
+    // The server's OAuth state: an authorization that starts seals a new code verifier into it.
+    const oauthState = async (): Promise<unknown> =>
+      (
+        await sql<{ client: Uint8Array | null; at: Date }>`
+          SELECT c.client_sealed AS client, c.updated_at AS at
+          FROM registry.oauth_connections c JOIN registry.mcp_servers s ON s.id = c.server_id
+          WHERE s.name = 'authorizing'`.execute(h.sql)
+      ).rows;
+    const before = await oauthState();
+    expect(before).toHaveLength(1);
+    const got = await withPostgresLostAt(() => api.act('AuthorizeMcpServer', { name: 'authorizing' }), overridesRead);
+    expect(got, described(got)).toBeInstanceOf(WireError);
+    expect((got as WireError).code, described(got)).toBe('unavailable');
+    expect((got as Error).message).toContain('nothing was written');
+    // "Nothing was written" is true: no authorization was started.
+    expect(await oauthState()).toEqual(before);
+  });
 });
