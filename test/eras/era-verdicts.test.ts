@@ -46,6 +46,15 @@ async function verdictRow(
     : { authContext: row.auth_context, verdict: decodePayload(row.verdict_cbor), raw: row.verdict_cbor };
 }
 
+/** Change streams the registry has opened so far (`mcpx_registry_listen_events_total`, event `opened`). */
+async function streamsOpened(h: RegistryHarness): Promise<number> {
+  const text = await (await fetch(`${h.internalUrl}/metrics`)).text();
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('mcpx_registry_listen_events_total{') && l.includes('event="opened"'));
+  return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+}
+
 /** A tool whose x-mcp-header annotation is invalid: the header would ride on an object property. */
 const badHeaderTool: TestTool = {
   name: 'badheader',
@@ -131,7 +140,16 @@ describe('era verdicts in the registry', () => {
 
   it('a verdict that stops working is re-probed once and stored anew', async () => {
     const api = h.api();
+    const opened = await streamsOpened(h);
     await api.act('SetMcpServer', { name: 'stale', config: { url: modern.url } });
+    // The set's discovery gives the server a change stream, opened in the background on the
+    // stored verdict: opened after the lie below, it would re-probe too (a second server/discover
+    // at the server, not the refresh's). The lie is written once the stream is open.
+    await eventually(
+      async () => ((await streamsOpened(h)) > opened ? true : undefined),
+      15_000,
+      "the server's change stream open",
+    );
     // The server "was" legacy when probed: the stored verdict now lies about it.
     const lie = encodePayload({ era: 'legacy', protocolVersion: '2025-11-25', transport: 'http' });
     await h.sql

@@ -1,6 +1,8 @@
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import type { RemoteTool } from '@mcpx/domain';
+import { isPostgresUnavailable } from '@mcpx/db';
 import type { EraVerdict } from '@mcpx/mcp-client';
+import { isRedisUnavailable } from '@mcpx/shared-state';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { sanitizeTools, screenTools, toolsHash } from '../catalog/remote-tools.js';
 import type { ProbeOutcome } from './discovery-types.js';
@@ -102,4 +104,24 @@ export function sameStatusFacts(a: ServerStatus, b: ServerStatus): boolean {
     a.protocolVersion === b.protocolVersion &&
     JSON.stringify(a.skippedTools ?? []) === JSON.stringify(b.skippedTools ?? [])
   );
+}
+
+/**
+ * A saved server's listing that a store stopped serving midway (Redis: an OAuth token's lock;
+ * Postgres: its credentials), as its outcome: the server is saved, so the outage is not the set's
+ * to report as "not run" (any other failure is thrown on).
+ */
+export function storeLostOutcome(err: unknown): ProbeOutcome {
+  const store = isRedisUnavailable(err) ? 'redis' : isPostgresUnavailable(err) ? 'postgres' : undefined;
+  if (store === undefined) throw err;
+  return { error: `${store} was unavailable during the discovery; it is tried again`, code: 'unavailable' };
+}
+
+/**
+ * The status a set answers with when Postgres refused its discovery's record: a failure, as a
+ * recorded one would read (nothing of it is stored; the discovery is run again until it records).
+ */
+export function unrecordedStatus(server: McpServerRecord, now: Date): ServerStatus {
+  const outcome = { error: 'postgres was unavailable while the discovery was recorded; it is tried again' };
+  return statusAfter(server, outcome, now, false).status;
 }

@@ -2,7 +2,6 @@ import { SpanKind, type Counter, type Histogram, type Span } from '@opentelemetr
 import type { ServerStatus, Transport } from '@mcpx/contracts';
 import { DEFAULT_QUOTAS, type QuotaSettings } from '@mcpx/config';
 import type { RemoteTool } from '@mcpx/domain';
-import { isRedisUnavailable } from '@mcpx/shared-state';
 import { McpAttributes, safeUrlForTelemetry, withSpan } from '@mcpx/telemetry';
 import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 import { toolsHash } from '../catalog/remote-tools.js';
@@ -18,12 +17,14 @@ import {
   observedOutcome,
   sameStatusFacts,
   statusAfter,
+  storeLostOutcome,
   withReprobeStop,
   type StatusChange,
 } from './discovery-status.js';
 import { DISCOVERY_LIMITS, type DiscoveryDeps, type DiscoveryTarget, type ProbeOutcome } from './discovery-types.js';
 import { isAuthContext, parseEraVerdict } from './era-verdicts.js';
 import { ListenStreams } from './listen-streams.js';
+import { OwedDiscoveries } from './owed-discoveries.js';
 import { DiscoveryProbe } from './probe.js';
 import { VerdictStore } from './verdict-store.js';
 
@@ -56,6 +57,8 @@ export class Discovery {
   private readonly follower: ChangeFollower;
   /** Change streams of the modern servers that advertise tools.listChanged (stopped with the re-prober). */
   readonly streams: ListenStreams;
+  /** Set discoveries whose record Postgres refused, run again by this instance (stopped with the re-prober). */
+  private readonly owed: OwedDiscoveries;
 
   constructor(private readonly deps: DiscoveryDeps) {
     this.rows = customRows(deps);
@@ -67,6 +70,7 @@ export class Discovery {
       meter: deps.meter,
       tracer: deps.tracer,
     });
+    this.owed = new OwedDiscoveries(this.rows, (s) => this.discover(s, 'probe'), deps, this.quotas.reprobeMaxFailures);
     const meter = deps.meter;
     this.runs = meter.createCounter('mcpx_discovery_total', {
       description: 'Discoveries by result (ok, error, auth_required), error code (ok when none), trigger and kind',
@@ -147,20 +151,24 @@ export class Discovery {
    * SetMcpServer: writes the server with `save`, then lists its tools, every Redis admission of
    * the discovery taken before `save` writes anything: the server's discovery lock (like
    * `authorized`, a set waits for a discovery in flight rather than joining it: that one lists
-   * the old config) and one of the account's places for discoveries in flight. So Redis not
-   * answering, or the account's places held past their wait, refuses the set with nothing
-   * written, and its "not run" is true. Once saved, the lock and the lease are renewed and freed
-   * best effort, and Redis lost during the listing itself (an OAuth token's lock) is a failed
-   * discovery like any other: recorded, its re-probe armed, the set answered as saved.
+   * the old config) and one of the account's places in flight. So a Redis outage, or the places
+   * held past their wait, refuses the set with nothing written. Once saved, a store lost is a
+   * failed discovery and the set is answered as saved: lost during the listing, it is recorded as
+   * any failure; lost at the record, nothing is stored and the discovery is owed ({@link OwedDiscoveries}).
    */
   async saveAndDiscover(account: string, name: string, save: () => Promise<McpServerRecord>): Promise<McpServerRecord> {
     return this.deps.singleFlight.exclusive(discoveryKey(account, name), DISCOVERY_LOCK, () =>
       this.perAccount(account, async () => {
         const server = await save();
-        const listed = () => this.slots.run(() => this.probe.run(server, this.rows)).catch(redisLostOutcome);
-        return this.lead(server, 'set', listed, this.rows);
+        const listed = () => this.slots.run(() => this.probe.run(server, this.rows)).catch(storeLostOutcome);
+        return this.lead(server, 'set', listed, this.rows).catch((err: unknown) => this.owed.unrecorded(server, err));
       }),
     );
+  }
+
+  /** Stops the change streams and the discoveries owed (shutdown, with the re-prober). */
+  async stop(): Promise<void> {
+    await Promise.all([this.streams.stop(), this.owed.stop()]);
   }
 
   /** Runs `fn` under the account's bound of discoveries at once, across instances with `accountLeases` (none when the quota is 0). */
@@ -272,6 +280,7 @@ export class Discovery {
             ? new Date(now.getTime() + nextProbeDelayMs(status.failures ?? 1, Math.random, this.deps.reprobeBaseMs))
             : null;
         const recorded = await this.record(server, target, { ...change, status }, outcome.tools, nextProbe, pins, span);
+        if (target === this.rows) this.owed.settled(server.accountId, server.name);
         if (recorded.saved === null) return server; // deleted meanwhile
         const saved = recorded.saved;
         if (trigger === 'observed') {
@@ -386,13 +395,4 @@ export class Discovery {
 /** The single flight key of a server's discoveries: (account, name), built-in slugs and custom names never meet. */
 function discoveryKey(account: string, name: string): string {
   return `discovery:${account}:${name}`;
-}
-
-/**
- * A saved server's listing that Redis stopped answering midway, as its outcome: the server is
- * saved, so the outage is not the set's to report as "not run" (any other failure is thrown on).
- */
-function redisLostOutcome(err: unknown): ProbeOutcome {
-  if (!isRedisUnavailable(err)) throw err;
-  return { error: 'redis was unavailable during the discovery; it is tried again', code: 'unavailable' };
 }

@@ -37,10 +37,10 @@ export class Reprober {
     this.timer.unref();
   }
 
-  /** Stops the ticks, and with them the background change streams of discovery. */
+  /** Stops the ticks, and with them discovery's background work (its change streams, the discoveries it owes). */
   stop(): void {
     clearInterval(this.timer);
-    this.closingStreams = this.discovery.streams.stop();
+    this.closingStreams = this.discovery.stop();
   }
 
   /** Resolves when the tick in progress (if any) has finished and the change streams are closed; for a clean shutdown. */

@@ -19,6 +19,7 @@ import {
 import { withAuthorization } from './oauth.actions.js';
 import { accountQuotas } from '../shared/quotas.js';
 import type { ServersAction, ServersDeps } from './servers-deps.js';
+import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
 import type { ValidServerConfig } from '../credentials/valid-server-config.js';
 import { refuseForeignSecretRefs, refuseUnknownSecretRefs, sealServerSecrets } from './server-secrets.js';
 import type { Caller } from '../shared/action-handler.js';
@@ -64,8 +65,12 @@ type DroppedSecrets = NonNullable<ActionResponse<'SetMcpServer'>['droppedSecrets
  * only secrets the server already holds under its own names.
  *
  * What the discovery needs of Redis (its lock, the account's lease) is taken before anything is
- * written (`saveAndDiscover`): a Redis outage answers `unavailable` ("not run") with nothing
- * written, never after the server was saved.
+ * written (`saveAndDiscover`), and the pre-registered OAuth client and the tool overrides the
+ * answer shows are written and read in the server's own transaction: a Redis or Postgres outage
+ * until the save answers `unavailable` ("not run") with nothing written. After the save nothing
+ * answers "not run": a store lost during the discovery or at its record is a failed discovery
+ * (answered as saved, its error in the status, the discovery run again), and an OAuth
+ * authorization that could not start is `authorizationError`.
  */
 export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, action) => {
   const name = validateServerNameInput(action.name, deps.style);
@@ -74,9 +79,11 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
   const oauthClient = validatePreRegisteredClient((action.config as { oauth?: unknown }).oauth, config.auth);
   refuseBuiltinSlug(name);
   let dropped: DroppedSecrets | undefined;
+  let overrides: ToolOverrides = {};
   const discovered = await deps.discovery.saveAndDiscover(caller.account, name, async () => {
     const written = await writeServer(deps, caller, { name, config, pinGiven, oauthClient });
     dropped = written.dropped;
+    overrides = written.overrides;
     if (dropped !== undefined)
       deps.log.info('server moved to another origin: its stored secrets were dropped', {
         account: caller.account,
@@ -84,19 +91,21 @@ export const setMcpServer: ServersAction<'SetMcpServer'> = async (deps, caller, 
         headers: dropped.headers,
         oauth: dropped.oauth,
       });
-    if (oauthClient !== undefined) await deps.oauth?.preRegister(written.saved, oauthClient);
     return written.saved;
   });
+  // Read with the write: Postgres lost from here on cannot turn a saved server into "not run".
   const answer = await withAuthorization(deps, discovered, async (s) =>
-    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+    redactServer(s, deps.style, overrides, { role: caller.role }),
   );
   return dropped === undefined ? answer : { ...answer, droppedSecrets: dropped };
 };
 
 /**
  * SetMcpServer's write, in one transaction: the server's config with its secrets sealed for its
- * origin, what a move to another origin drops, its pin, the audit entry. A refusal (a guard, the
- * account's quota of servers, a foreign secret ref) writes nothing.
+ * origin, what a move to another origin drops, its pin, its pre-registered OAuth client, the audit
+ * entry; and the server's tool overrides the answer shows (the discovery that follows never writes
+ * them). A refusal (a guard, the account's quota of servers, a foreign secret ref), or Postgres
+ * lost midway, writes nothing.
  */
 async function writeServer(
   deps: ServersDeps,
@@ -107,7 +116,7 @@ async function writeServer(
     pinGiven: PinMode | undefined;
     oauthClient: PreRegisteredClient | undefined;
   },
-): Promise<{ saved: McpServerRecord; dropped: DroppedSecrets | undefined }> {
+): Promise<{ saved: McpServerRecord; dropped: DroppedSecrets | undefined; overrides: ToolOverrides }> {
   const { name, config, pinGiven, oauthClient } = given;
   const origin = urlOrigin(config.url);
   return deps.db.transaction().execute(async (trx) => {
@@ -137,9 +146,11 @@ async function writeServer(
       pinGiven ?? (previous !== null ? pinModeOf(previous.config) : (deps.pins?.defaultMode ?? 'off'));
     if (pin !== 'off') stored.pin = pin;
     const saved = await saveServer(deps, caller, trx, { name, previous }, stored);
+    if (oauthClient !== undefined) await deps.oauth?.preRegister(saved, oauthClient, trx);
+    const overrides = await deps.permissions.forServer(caller.account, saved.id, trx);
     const dropped: DroppedSecrets | undefined =
       droppedHeaders.length > 0 || oauthDropped ? { headers: droppedHeaders, oauth: oauthDropped } : undefined;
-    return { saved, dropped };
+    return { saved, dropped, overrides };
   });
 }
 
@@ -257,20 +268,19 @@ export const refreshMcpServer: ServersAction<'RefreshMcpServer'> = async (deps, 
   const name = validateServerNameInput(action.name, deps.style);
   const builtins = deps.builtins;
   const builtin = await builtins?.find(caller.account, name);
+  // The overrides the answer shows are read before the discovery records: Postgres lost after the
+  // record cannot answer "not run" for a discovery that was stored.
   if (builtins && builtin) {
+    const overrides = await deps.permissions.forServer(caller.account, builtin.id);
     const refreshed = await builtins.refresh(builtin);
-    return {
-      server: redactServer(refreshed, deps.style, await deps.permissions.forServer(caller.account, refreshed.id), {
-        builtin: true,
-        role: caller.role,
-      }),
-    };
+    return { server: redactServer(refreshed, deps.style, overrides, { builtin: true, role: caller.role }) };
   }
   const server = await deps.servers.find(caller.account, name);
   if (server === null) throw new WireError(ErrorCodes.notFound, `name: no MCP server named ${name}`, { field: 'name' });
+  const overrides = await deps.permissions.forServer(caller.account, server.id);
   const discovered = await deps.discovery.discover(server, 'refresh');
   return withAuthorization(deps, discovered, async (s) =>
-    redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+    redactServer(s, deps.style, overrides, { role: caller.role }),
   );
 };
 

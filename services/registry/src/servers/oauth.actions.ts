@@ -1,5 +1,7 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
+import { isPostgresUnavailable } from '@mcpx/db';
 import { describeOAuthError } from '@mcpx/mcp-client';
+import { isRedisUnavailable } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { usesClientCredentials } from '../credentials/oauth/client-credentials-tokens.js';
 import { redactServer } from './redaction.js';
@@ -46,8 +48,18 @@ export async function withAuthorization(
       server: server.name,
       err: err as Error,
     });
-    return { server: await redact(server), authorizationError: `OAuth: ${describeOAuthError(err)}` };
+    return { server: await redact(server), authorizationError: `OAuth: ${authorizationFailure(err)}` };
   }
+}
+
+/**
+ * Why an authorization could not start, as the signer reads it: a store that stopped answering
+ * is named (its driver's text tells a signer nothing); the server stays as it was recorded.
+ */
+function authorizationFailure(err: unknown): string {
+  const store = isPostgresUnavailable(err) ? 'postgres' : isRedisUnavailable(err) ? 'redis' : undefined;
+  if (store === undefined) return describeOAuthError(err);
+  return `${store} was unavailable; the authorization was not started (AuthorizeMcpServer starts it)`;
 }
 
 /**
@@ -76,11 +88,13 @@ export const authorizeMcpServer: ServersAction<'AuthorizeMcpServer'> = async (de
       { field: 'name' },
     );
   }
+  // Read before the authorization starts (its token refresh rediscovers and records): Postgres
+  // lost after that cannot answer "not run" for what was stored.
+  const overrides = await deps.permissions.forServer(caller.account, server.id);
   const out = await withAuthorization(
     deps,
     server,
-    async (s) =>
-      redactServer(s, deps.style, await deps.permissions.forServer(caller.account, s.id), { role: caller.role }),
+    async (s) => redactServer(s, deps.style, overrides, { role: caller.role }),
     { fresh: true },
   );
   // Who asked for an authorization of which server, and how it went: never the URL (its ticket

@@ -34,8 +34,9 @@ export class OAuthConnectionsRepository {
     private readonly box: SecretBox,
   ) {}
 
-  async client(account: string, serverId: string): Promise<OAuthClientState> {
-    const row = await this.db
+  /** `db`: a transaction to read in (SetMcpServer's write), else the pool. */
+  async client(account: string, serverId: string, db: Db = this.db): Promise<OAuthClientState> {
+    const row = await db
       .selectFrom('registry.oauth_connections')
       .select(['client_key_id', 'client_sealed'])
       .where('account_id', '=', account)
@@ -47,13 +48,18 @@ export class OAuthConnectionsRepository {
     ) as OAuthClientState;
   }
 
-  /** Merges `patch` into the client state (read, merge, seal, write). */
-  async updateClient(account: string, serverId: string, patch: Partial<OAuthClientState>): Promise<void> {
-    const next = { ...(await this.client(account, serverId)), ...patch };
+  /** Merges `patch` into the client state (read, merge, seal, write), in `db` (a transaction) when given. */
+  async updateClient(
+    account: string,
+    serverId: string,
+    patch: Partial<OAuthClientState>,
+    db: Db = this.db,
+  ): Promise<void> {
+    const next = { ...(await this.client(account, serverId, db)), ...patch };
     for (const key of Object.keys(patch) as Array<keyof OAuthClientState>)
       if (patch[key] === undefined) delete next[key];
     const sealed = this.box.seal(JSON.stringify(next), aad(account, serverId, 'client'));
-    await this.db
+    await db
       .insertInto('registry.oauth_connections')
       .values({
         server_id: serverId,
@@ -86,12 +92,13 @@ export class OAuthConnectionsRepository {
     return tokens === undefined ? undefined : { tokens, expiresAt: row?.tokens_expire_at ?? null };
   }
 
-  /** Stores tokens exactly as received; `undefined` forgets them. */
+  /** Stores tokens exactly as received; `undefined` forgets them. In `db` (a transaction) when given. */
   async saveTokens(
     account: string,
     serverId: string,
     tokens: OAuthTokens | undefined,
     serverUrl: string | null,
+    db: Db = this.db,
   ): Promise<void> {
     const sealed = tokens === undefined ? undefined : sealOAuthTokens(this.box, account, serverId, tokens);
     const expiresAt = tokens?.expires_in === undefined ? null : new Date(Date.now() + tokens.expires_in * 1000);
@@ -101,7 +108,7 @@ export class OAuthConnectionsRepository {
       tokens_expire_at: expiresAt,
       tokens_server_url: tokens === undefined ? null : serverUrl,
     };
-    await this.db
+    await db
       .insertInto('registry.oauth_connections')
       .values({ server_id: serverId, account_id: account, ...values })
       .onConflict((oc) => oc.column('server_id').doUpdateSet({ ...values, updated_at: new Date() }))

@@ -1,5 +1,6 @@
 import { ErrorCodes, WireError } from '@mcpx/contracts';
 import { LockBusyError, type SingleFlight } from '@mcpx/shared-state';
+import type { Db } from '@mcpx/db';
 import type { Logger } from '@mcpx/log';
 import { boundedOAuthFetch, runOAuth } from '@mcpx/mcp-client';
 import type { Meter, Tracer } from '@mcpx/telemetry';
@@ -223,9 +224,10 @@ export class OAuthService {
    * different credentials forget the tokens and any pending authorization of the previous ones.
    * The same credentials given again for a server that moved are bound afresh to whichever
    * authorization server it names now (the SDK never presents them to another than the first).
+   * Written in `trx`, SetMcpServer's write: the server and its client are saved together or not at all.
    */
-  async preRegister(server: McpServerRecord, client: PreRegisteredClient): Promise<void> {
-    const state = await this.deps.store.client(server.accountId, server.id);
+  async preRegister(server: McpServerRecord, client: PreRegisteredClient, trx: Db): Promise<void> {
+    const state = await this.deps.store.client(server.accountId, server.id, trx);
     const stored = state.clientInformation;
     const next = preRegisteredState(client);
     const same =
@@ -234,8 +236,9 @@ export class OAuthService {
       JSON.stringify(state.clientCredentials) === JSON.stringify(next.clientCredentials);
     const moved = state.discoveredFor !== undefined && state.discoveredFor !== server.config.url;
     if (same && !moved) return;
-    await this.deps.store.updateClient(server.accountId, server.id, { ...next, codeVerifier: undefined });
-    if (stored !== undefined && !same) await this.deps.store.saveTokens(server.accountId, server.id, undefined, null);
+    await this.deps.store.updateClient(server.accountId, server.id, { ...next, codeVerifier: undefined }, trx);
+    if (stored !== undefined && !same)
+      await this.deps.store.saveTokens(server.accountId, server.id, undefined, null, trx);
   }
 
   /**

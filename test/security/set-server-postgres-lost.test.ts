@@ -1,0 +1,326 @@
+/**
+ * SetMcpServer and RefreshMcpServer when Postgres fails after the action began, against the
+ * running registry and a real Postgres: the registry's statement waits behind a table lock the
+ * test holds, and its connection is terminated (57P01, as a restart or failover does). The
+ * answer and the stored rows agree: an `unavailable` (dependency `postgres`) says nothing was
+ * written; a server that was saved is answered as saved, and a discovery that could not record is
+ * a failed discovery that is run again. Before, the server's row was committed first, and its
+ * pre-registered OAuth client, its discovery's record and the answer's read of its tool overrides
+ * each came after it: Postgres lost at any of them answered "the action was not run (nothing was
+ * written)" with the server saved (a refresh: with its discovery recorded).
+ */
+import { sql } from 'kysely';
+import { createDb, type Db } from '@mcpx/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WireError, type ServerStatus } from '@mcpx/contracts';
+import {
+  addTool,
+  echoTool,
+  startOAuthServer,
+  startProtectedMcpServer,
+  startTestMcpServer,
+  type TestMcpServer,
+  type TestOAuthServer,
+} from '../servers/index.js';
+import type { ApiClient } from '../support/api-client.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+import { eventually } from '../support/system.js';
+
+type Answer = { server: { name: string; status: ServerStatus; tools: Array<{ name: string }> } };
+
+describe('SetMcpServer with Postgres lost midway: the answer tells what was written', () => {
+  let h: RegistryHarness;
+  let upstream: TestMcpServer;
+  /** Another server with other tools, for a set that changes a server's config. */
+  let other: TestMcpServer;
+  let as: TestOAuthServer;
+  /** A server that takes only the authorization server's tokens. */
+  let protectedServer: TestMcpServer;
+  /** The test's locks: connections of their own (the harness's pool is the test's reads). */
+  let locks: Db;
+
+  beforeAll(async () => {
+    as = await startOAuthServer();
+    [h, upstream, other, protectedServer] = await Promise.all([
+      RegistryHarness.start({ projector: false, registry: { reprobe: { baseMs: 50, intervalMs: 50 } } }),
+      startTestMcpServer({ tools: [echoTool()] }),
+      startTestMcpServer({ tools: [addTool()] }),
+      startProtectedMcpServer(as),
+    ]);
+    locks = createDb(h.db.url, { max: 3 });
+  });
+  afterAll(async () => {
+    await locks?.destroy();
+    await h?.stop();
+    await upstream?.close();
+    await other?.close();
+    await protectedServer?.close();
+    await as?.close();
+  });
+
+  async function storedNames(): Promise<string[]> {
+    const r = await sql<{ name: string }>`SELECT name FROM registry.mcp_servers ORDER BY name`.execute(h.sql);
+    return r.rows.map((x) => x.name);
+  }
+
+  /** Holds `mode` on `table` in a transaction of the test's own until the returned release is called. */
+  function lockTable(table: string, mode: string): { taken: Promise<void>; release: () => Promise<void> } {
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let taken!: () => void;
+    const held = new Promise<void>((r) => (taken = r));
+    const trx = locks.transaction().execute(async (t) => {
+      await sql`LOCK TABLE ${sql.table(`registry.${table}`)} IN ${sql.raw(mode)} MODE`.execute(t);
+      taken();
+      await released;
+    });
+    return {
+      taken: held,
+      release: async () => {
+        release();
+        await trx.catch(() => undefined);
+      },
+    };
+  }
+
+  /** The registry's statements matching `query` (ILIKE) that wait for a lock. */
+  async function waiting(query: string): Promise<number[]> {
+    const r = await sql<{ pid: number }>`
+      SELECT pid FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE ${query}`.execute(h.sql);
+    return r.rows.map((x) => x.pid);
+  }
+
+  /** `act`'s answer or the error it was answered with, and whether it has come. */
+  function pending(act: Promise<unknown>): { answer: Promise<unknown>; done: () => boolean } {
+    let done = false;
+    const answer = act.catch((err: unknown) => err);
+    void answer.then(() => (done = true));
+    return { answer, done: () => done };
+  }
+
+  const described = (got: unknown): string =>
+    got instanceof Error ? `${(got as WireError).code} ${got.message}` : JSON.stringify(got);
+
+  /**
+   * Sends `action` while `table` is locked (`mode`), waits for the registry's statement matching
+   * `query` to wait for it, terminates that statement's connection, then lets the table go: the
+   * answer, or the error it was answered with.
+   */
+  async function withPostgresLostAt(
+    send: () => Promise<unknown>,
+    lock: { table: string; mode: string; query: string },
+  ): Promise<unknown> {
+    const held = lockTable(lock.table, lock.mode);
+    try {
+      await held.taken;
+      const act = pending(send());
+      const pid = await eventually(
+        async () => {
+          if (act.done()) throw new Error(`answered before it got there: ${described(await act.answer)}`);
+          return (await waiting(lock.query))[0];
+        },
+        15_000,
+        `the action waiting at ${lock.query}`,
+      );
+      await sql`SELECT pg_terminate_backend(${pid})`.execute(h.sql);
+      return await act.answer;
+    } finally {
+      await held.release();
+    }
+  }
+
+  /** The discovery's record waits to write its event; the registry's connection is terminated there. */
+  const atTheRecord = {
+    table: 'event_outbox',
+    mode: 'EXCLUSIVE',
+    query: 'insert into "registry"."event_outbox"%',
+  };
+
+  /** The read of the server's tool overrides waits for them; the registry's connection is terminated there. */
+  const overridesRead = {
+    table: 'tool_permissions',
+    mode: 'ACCESS EXCLUSIVE',
+    query: 'select%"registry"."tool_permissions"%',
+  };
+
+  /**
+   * Sends `action` with the discovery's record held at its event and the tool overrides locked
+   * behind it, so that every read of the overrides after the record (none, by now) loses its
+   * connection until the action answers: the answer.
+   */
+  async function withPostgresLostAfterTheRecord(send: () => Promise<unknown>): Promise<unknown> {
+    const outbox = lockTable('event_outbox', 'EXCLUSIVE');
+    let permissions: ReturnType<typeof lockTable> | undefined;
+    try {
+      await outbox.taken;
+      const act = pending(send());
+      await eventually(
+        async () => {
+          if (act.done()) throw new Error(`answered before its discovery recorded: ${described(await act.answer)}`);
+          return (await waiting(atTheRecord.query)).length > 0 ? true : undefined;
+        },
+        15_000,
+        "the discovery's record waiting to write its event",
+      );
+      // Queued behind the record's transaction (it read the overrides for its event): granted as
+      // it commits, before any later read of them.
+      permissions = lockTable('tool_permissions', 'ACCESS EXCLUSIVE');
+      await eventually(
+        async () => ((await waiting('lock table "registry"."tool_permissions"%')).length > 0 ? true : undefined),
+        5_000,
+        'the test waiting for the overrides table',
+      );
+      await outbox.release();
+      await permissions.taken;
+      return await eventually(
+        async () => {
+          if (act.done()) return { answer: await act.answer };
+          for (const pid of await waiting('select%"registry"."tool_permissions"%'))
+            await sql`SELECT pg_terminate_backend(${pid})`.execute(h.sql);
+          return undefined;
+        },
+        15_000,
+        'the action answering',
+      ).then((got) => got.answer);
+    } finally {
+      await outbox.release();
+      await permissions?.release();
+    }
+  }
+
+  /** The server as ListMcpServers shows it once its status is `ok` with `tool` listed. */
+  async function listedWith(api: ApiClient, name: string, tool: string, what: string): Promise<Answer['server']> {
+    return await eventually(
+      async () => {
+        const { servers } = await api.act<{ servers: Array<Answer['server']> }>('ListMcpServers');
+        const s = servers.find((x) => x.name === name);
+        return s?.status.state === 'ok' && s.tools.some((t) => t.name.endsWith(tool)) ? s : undefined;
+      },
+      20_000,
+      what,
+    );
+  }
+
+  it('Postgres lost while the pre-registered OAuth client is written: unavailable, and nothing was written', async () => {
+    const api = h.api();
+    const got = await withPostgresLostAt(
+      () =>
+        api.act('SetMcpServer', {
+          name: 'client',
+          config: {
+            url: upstream.url,
+            auth: 'oauth',
+            oauth: { clientId: 'pre-registered', clientSecret: 's3cret-value' },
+          },
+        }),
+      { table: 'oauth_connections', mode: 'EXCLUSIVE', query: 'insert into "registry"."oauth_connections"%' },
+    );
+    expect(got, described(got)).toBeInstanceOf(WireError);
+    expect((got as WireError).code, described(got)).toBe('unavailable');
+    expect((got as WireError).details).toMatchObject({ dependency: 'postgres' });
+    expect((got as Error).message).toContain('nothing was written');
+    expect(JSON.stringify((got as WireError).details)).not.toContain('s3cret-value');
+    // "Nothing was written" is true: neither the server nor its client is stored.
+    expect(await storedNames()).not.toContain('client');
+    const clients = await sql<{ n: number }>`SELECT count(*)::int AS n FROM registry.oauth_connections`.execute(h.sql);
+    expect(clients.rows[0]?.n).toBe(0);
+  });
+
+  it("Postgres lost while the answer's tool overrides are read: unavailable, and nothing was written", async () => {
+    const api = h.api();
+    const got = await withPostgresLostAt(
+      () => api.act('SetMcpServer', { name: 'unread', config: { url: upstream.url } }),
+      overridesRead,
+    );
+    expect(got, described(got)).toBeInstanceOf(WireError);
+    expect((got as WireError).code, described(got)).toBe('unavailable');
+    expect((got as Error).message).toContain('nothing was written');
+    expect(await storedNames()).not.toContain('unread');
+  });
+
+  it("Postgres lost while a new server's discovery is recorded: answered as saved, its discovery failed, and it is run again", async () => {
+    const api = h.api();
+    const secret = 'Bearer pg-lost-secret-0001';
+    const got = await withPostgresLostAt(
+      () =>
+        api.act('SetMcpServer', { name: 'saved', config: { url: upstream.url, secretHeaders: { 'X-Key': secret } } }),
+      atTheRecord,
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    const { server } = got as Answer;
+    expect(server.name).toBe('saved');
+    expect(server.status.state, JSON.stringify(server.status)).toBe('error');
+    expect(server.status.error).toBe('postgres was unavailable while the discovery was recorded; it is tried again');
+    expect(JSON.stringify(got)).not.toContain(secret);
+    expect(await storedNames()).toContain('saved');
+    // Nothing of the discovery was stored (the row is `unknown`, no re-probe due): the instance
+    // that answered runs it again.
+    const recovered = await listedWith(api, 'saved', 'echo', 'the discovery owed, run again');
+    expect(recovered.status.state).toBe('ok');
+  }, 60_000);
+
+  it("Postgres lost while a changed server's discovery is recorded: the new config is listed once it is run again", async () => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'changed', config: { url: upstream.url } });
+    const got = await withPostgresLostAt(
+      () => api.act('SetMcpServer', { name: 'changed', config: { url: other.url } }),
+      atTheRecord,
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    const { server } = got as Answer;
+    expect(server.status.state, JSON.stringify(server.status)).toBe('error');
+    expect(server.status.error).toContain('it is tried again');
+    // The row still says `ok` with the old list (which the background re-probe leaves alone):
+    // the discovery of the new config runs all the same.
+    const recovered = await listedWith(api, 'changed', 'add', "the new config's discovery, run again");
+    expect(recovered.tools.map((t) => t.name)).not.toContainEqual(expect.stringContaining('echo'));
+  }, 60_000);
+
+  it('Postgres lost after the discovery recorded, while the answer is put together: answered as saved', async () => {
+    const api = h.api();
+    const got = await withPostgresLostAfterTheRecord(() =>
+      api.act('SetMcpServer', { name: 'answered', config: { url: upstream.url } }),
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    const { server } = got as Answer;
+    expect(server.name).toBe('answered');
+    expect(server.status.state, JSON.stringify(server.status)).toBe('ok');
+    expect(await storedNames()).toContain('answered');
+  }, 60_000);
+
+  it("RefreshMcpServer with Postgres lost after its discovery recorded: answered with the discovery's outcome", async () => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'refreshed', config: { url: upstream.url } });
+    const got = await withPostgresLostAfterTheRecord(() => api.act('RefreshMcpServer', { name: 'refreshed' }));
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    const { server } = got as Answer;
+    expect(server.name).toBe('refreshed');
+    expect(server.status.state, JSON.stringify(server.status)).toBe('ok');
+  }, 60_000);
+
+  it('AuthorizeMcpServer with Postgres lost while its tool overrides are read: unavailable, and no authorization was started', async () => {
+    const api = h.api();
+    const { server } = await api.act<Answer>('SetMcpServer', {
+      name: 'authorizing',
+      config: { url: protectedServer.url, auth: 'oauth' },
+    });
+    expect(server.status.state).toBe('auth_required');
+    // The server's OAuth state: an authorization that starts seals a new code verifier into it.
+    const oauthState = async (): Promise<unknown> =>
+      (
+        await sql<{ client: Uint8Array | null; at: Date }>`
+          SELECT c.client_sealed AS client, c.updated_at AS at
+          FROM registry.oauth_connections c JOIN registry.mcp_servers s ON s.id = c.server_id
+          WHERE s.name = 'authorizing'`.execute(h.sql)
+      ).rows;
+    const before = await oauthState();
+    expect(before).toHaveLength(1);
+    const got = await withPostgresLostAt(() => api.act('AuthorizeMcpServer', { name: 'authorizing' }), overridesRead);
+    expect(got, described(got)).toBeInstanceOf(WireError);
+    expect((got as WireError).code, described(got)).toBe('unavailable');
+    expect((got as Error).message).toContain('nothing was written');
+    // "Nothing was written" is true: no authorization was started.
+    expect(await oauthState()).toEqual(before);
+  });
+});
