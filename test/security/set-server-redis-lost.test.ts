@@ -22,6 +22,7 @@ import {
 import type { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
 import { serverOk } from '../support/fixtures/agents.js';
+import { redisMonitor } from '../support/fixtures/redis-outage.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 import { startFaultyFront, type FaultyFront } from '../ops/support/faulty-front.js';
@@ -98,7 +99,7 @@ describe('SetMcpServer with Redis lost after admission: the answer tells what wa
     const lockKey = `${prefix()}lock:discovery:${api.principal}:held`;
     // Another holder has the server's discovery lock (a discovery of it in flight elsewhere).
     await direct.set(lockKey, 'elsewhere', 'PX', 60_000);
-    const monitor = await direct.monitor();
+    const monitor = await redisMonitor(direct);
     let asked = false;
     monitor.on('monitor', (_time: string, args: string[]) => {
       if (args[0]?.toLowerCase() === 'set' && args[1] === lockKey) asked = true;
