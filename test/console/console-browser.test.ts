@@ -811,5 +811,20 @@ describe.skipIf(!HAS_CHROMIUM)(
       expect(await page.inputValue('#server-tool-search')).toBe('');
       expect(await page.locator('#server-page-tools li.filtered-out').count()).toBe(0);
     });
+
+    it('keeps the caret in the search when a live reload draws the page again mid-word', async () => {
+      await room('#/servers/acme');
+      await page.locator('#server-page-tools li[data-tool="drop_table"]').waitFor();
+      await page.fill('#server-tool-search', '');
+      await page.keyboard.type('ec');
+      await page.evaluate(`document.querySelector('#server-page-tools').dataset.drawn = 'before'`);
+      await system.api.act('SetMcpServer', { name: 'typo3', config: { url: acme.url.replace(/\/mcp$/, '/mpe') } });
+      await page.locator('#server-page-tools:not([data-drawn])').waitFor();
+      // The rest of the word, typed after the page was drawn again (how a fill's keys were lost).
+      await page.keyboard.type('ho');
+      expect(await page.inputValue('#server-tool-search')).toBe('echo');
+      expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
+      await page.fill('#server-tool-search', '');
+    });
   },
 );
