@@ -123,7 +123,9 @@ export async function renderServerPage(name, servers, mountActivity) {
   const history = await historyBlock(s);
   // Read once the history is in, just before the page is replaced: what was typed while it
   // loaded is kept too (read before the wait, a search cleared meanwhile came back).
-  search.value = samePage ? (/** @type {HTMLInputElement | null} */ ($('server-tool-search'))?.value ?? '') : '';
+  const old = samePage ? /** @type {HTMLInputElement | null} */ ($('server-tool-search')) : null;
+  search.value = old?.value ?? '';
+  const typing = old !== null && document.activeElement === old;
   body.replaceChildren(
     el('div', { className: 'page-head' }, el('h2', { textContent: s.name }), serverChips(s), serverActions(s)),
     el('p', { className: 'muted url', textContent: `${s.url} (${hostOf(s.url)}${s.builtin ? ', built-in' : ''})` }),
@@ -139,6 +141,12 @@ export async function renderServerPage(name, servers, mountActivity) {
     el('h3', { textContent: 'History' }),
     history,
   );
+  // The box a person is typing in goes with the page it was on: the caret moves to the new one,
+  // where it was, or the keys that follow the reload went nowhere.
+  if (typing) {
+    search.focus();
+    search.setSelectionRange(old.selectionStart, old.selectionEnd, old.selectionDirection ?? undefined);
+  }
   filter();
   await mountActivity(activity, { server: s.name });
 }
