@@ -14,7 +14,7 @@ export { extractTraceContext, injectTraceHeaders, traceHeaders } from './nats-pr
 export { clientTraceOrigin } from './client-trace.js';
 export type { ClientTraceCarrier } from './client-trace.js';
 export { withSpan } from './with-span.js';
-export { SyncContextManager, ensureTraceContext, installTraceContext, spanIds } from './trace-context.js';
+export { installTraceContext, spanIds } from './trace-context.js';
 export type { TraceContextKind } from './trace-context.js';
 export type { WithSpanOptions } from './with-span.js';
 export { safeUrlForTelemetry } from './safe-url.js';

@@ -80,10 +80,9 @@ export function installTraceContext(kind: TraceContextKind): void {
   installed = kind;
 }
 
-/** The process's trace context, `async` unless its entry point chose otherwise. */
-export function ensureTraceContext(): TraceContextKind {
+/** Installs `async` when the process's entry point chose nothing. */
+export function ensureTraceContext(): void {
   if (installed === undefined) installTraceContext('async');
-  return installed!;
 }
 
 /**
