@@ -14,10 +14,12 @@ RUN --mount=type=cache,id=pnpm,target=/pnpm/store pnpm fetch
 FROM deps AS app
 COPY . .
 RUN --mount=type=cache,id=pnpm,target=/pnpm/store pnpm install --frozen-lockfile --offline \
+    && node_modules/.bin/tsx scripts/bundle.ts dist \
     && chown -R node:node /app
 USER node
 ENV NODE_ENV=production HTTP_HOST=0.0.0.0 OUTBOUND_PROFILE=production
 EXPOSE 8080 8081 8082 8083 8084
-# tsx runs the TypeScript sources directly (no build step). `exec` replaces the shell, so the
-# service is PID 1 and receives SIGTERM itself for a graceful shutdown.
-ENTRYPOINT ["sh", "-c", "exec node_modules/.bin/tsx \"services/${1:-${SERVICE:?set SERVICE or pass registry, projector, proxy, endpoint or authorization-server}}/src/main.ts\"", "mcpx"]
+# Each service runs from its bundle (scripts/bundle.ts: the same sources, all dependencies in one
+# file), not through tsx: about 100 MiB less per process and no transform at start. `exec` replaces
+# the shell, so the service is PID 1 and receives SIGTERM itself for a graceful shutdown.
+ENTRYPOINT ["sh", "-c", "exec node \"dist/${1:-${SERVICE:?set SERVICE or pass registry, projector, proxy, endpoint or authorization-server}}.mjs\"", "mcpx"]

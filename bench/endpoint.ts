@@ -42,6 +42,7 @@ import {
   startEchoUpstream as startUpstream,
 } from './support/measure.js';
 import { startServiceProcess, type ServiceProcess } from './support/service-process.js';
+import { benchServiceForm } from './support/service-bundles.js';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const SEQUENTIAL = Number(process.env.BENCH_SEQUENTIAL ?? 1_000);
@@ -175,6 +176,7 @@ function cpuCeiling(direct: Row, via: Row): number {
 }
 
 async function main(): Promise<void> {
+  process.stdout.write(`${await benchServiceForm()}\n`);
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
   const [modernUp, legacyUp] = await Promise.all([startUpstream('modern'), startUpstream('legacy')]);

@@ -17,6 +17,7 @@ import { availableParallelism, loadavg, totalmem } from 'node:os';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
 import { BENCH_PROXY_ENV, processCpuMs, runPhase, startEchoUpstream } from './support/measure.js';
+import { benchServiceForm } from './support/service-bundles.js';
 
 const IDLE_WINDOW_S = Number(process.env.IDLE_WINDOW_S ?? 20);
 const CALLS = 1_000;
@@ -62,6 +63,7 @@ async function window(sides: Side[]): Promise<{ perSecond: number[]; threads: st
 }
 
 async function main(): Promise<void> {
+  process.stdout.write(`${await benchServiceForm()}\n`);
   const upstream = await startEchoUpstream('modern');
   const system = await ProxySystem.start({ proxies: 0, env: { ...BENCH_PROXY_ENV } });
   const sides: Side[] = [];

@@ -22,6 +22,10 @@
  *   process of its own that decodes the request and answers at once (no upstream, no proxy), and
  *   that hop followed by the raw undici POST (what a proxied call costs at the least: the two
  *   hops, each process's own minimum work, nothing else);
+ * - the proxy against that floor in paired blocks, round by round (its blocks and the floor's next
+ *   to each other, the order alternating): the median ratio at 32 callers and the median p50
+ *   difference sequentially, with their middle halves (the phases run a minute apart, and the
+ *   box's speed drifts more than the goal's margin within that);
  * - the call log (docs/activity.md) on and off, side by side: two more proxy processes at once,
  *   one recording (`ACTIVITY=on`, the default) and one not (`ACTIVITY=off`), each with a run of
  *   its own stuck to it, measured in turns (on, off, on, off…) at 32 callers on the modern server;
@@ -45,6 +49,7 @@ import { startNatsEcho } from '../test/support/nats-echo.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
 import { BENCH_PROXY_ENV, runPhase, startEchoUpstream } from './support/measure.js';
+import { benchServiceForm, fromSources } from './support/service-bundles.js';
 
 // BENCH_QUICK=1: the modern rows only, fewer calls, no RSS phases (for iterating on the call path;
 // the recorded figures come from the full run). It also prints the upstream process's CPU per call.
@@ -255,8 +260,12 @@ const split = (m: MemoryStats): string =>
  * with no collection forced (it depends on when V8 last collected and how far its heap grew);
  * then, apart, the same after a full collection (`/stats/collected`): what is live.
  */
-async function modernMemoryLeg(system: ProxySystem): Promise<{ proxy: ProxyProcess; lines: string[] }> {
-  const p = await spawnProxyProcess(system, {}, ['--expose-gc']);
+async function modernMemoryLeg(
+  system: ProxySystem,
+  form = 'this form',
+  spawnIt: (start: () => Promise<ProxyProcess>) => Promise<ProxyProcess> = (start) => start(),
+): Promise<{ proxy: ProxyProcess; lines: string[] }> {
+  const p = await spawnIt(() => spawnProxyProcess(system, {}, ['--expose-gc']));
   const at = async (path: string): Promise<MemoryStats> =>
     (await (await fetch(`${p.internalUrl}${path}`)).json()) as MemoryStats;
   await runPhase(WARMUP, CALLERS, (i) => system.call('magent', 'mwarm-run', 'mbench__echo', { text: `m${i}` }));
@@ -268,13 +277,67 @@ async function modernMemoryLeg(system: ProxySystem): Promise<{ proxy: ProxyProce
   return {
     proxy: p,
     lines: [
-      `modern, proxy RSS (a fresh proxy process): ${mib(warmed.rss)} MiB warmed up, ${mib(loaded.rss)} MiB with ${loaded.runs} open runs / ${loaded.connections} open connections (goal ≤ 250 MiB with 10,000 runs)`,
-      `modern, proxy memory: warmed up ${split(warmed)}; with the runs ${split(loaded)}; then after a forced full collection ${split(collected)}`,
+      `modern, proxy RSS (a fresh proxy process, ${form}): ${mib(warmed.rss)} MiB warmed up, ${mib(loaded.rss)} MiB with ${loaded.runs} open runs / ${loaded.connections} open connections (goal ≤ 250 MiB with 10,000 runs)`,
+      `modern, proxy memory (${form}): warmed up ${split(warmed)}; with the runs ${split(loaded)}; then after a forced full collection ${split(collected)}`,
     ],
   };
 }
 
+/** Rounds of paired blocks (`pnpm bench proxy`'s floor comparison): QUICK 10, else 20. */
+const PAIRED_ROUNDS = QUICK ? 10 : 20;
+const PAIRED_CONCURRENT = 600;
+const PAIRED_SEQUENTIAL = 100;
+
+/**
+ * The proxy against the NATS echo + raw POST floor, round by round: in each round a block of
+ * `PAIRED_CONCURRENT` calls at 32 callers and one of `PAIRED_SEQUENTIAL` sequential calls through
+ * each, the order alternating between rounds so that neither side always follows the other. Each
+ * round's ratio (throughput) or difference (p50) pairs two blocks that saw the same moment of the
+ * box; the lines give their median and middle half, and the proxy's CPU per call in its blocks.
+ */
+async function pairedWithFloor(
+  proxied: (i: number) => Promise<unknown>,
+  floor: (i: number) => Promise<unknown>,
+  proxy: ProxyProcess,
+): Promise<string[]> {
+  const ratios: number[] = [];
+  const gaps: number[] = [];
+  let proxyCpu = 0;
+  let proxyCalls = 0;
+  for (let round = 0; round < PAIRED_ROUNDS; round++) {
+    const sides = round % 2 === 0 ? (['proxy', 'floor'] as const) : (['floor', 'proxy'] as const);
+    const rate: Record<string, number> = {};
+    const p50: Record<string, number> = {};
+    for (const side of sides) {
+      const op = side === 'proxy' ? proxied : floor;
+      const before = side === 'proxy' ? (await proxyStats(proxy)).cpu : undefined;
+      const c = await runPhase(PAIRED_CONCURRENT, CALLERS, op);
+      const s = await runPhase(PAIRED_SEQUENTIAL, 1, op);
+      if (before !== undefined) {
+        proxyCpu += cpuMs((await proxyStats(proxy)).cpu) - cpuMs(before);
+        proxyCalls += PAIRED_CONCURRENT + PAIRED_SEQUENTIAL;
+      }
+      rate[side] = PAIRED_CONCURRENT / c.seconds;
+      p50[side] = s.p50;
+    }
+    ratios.push(rate.proxy! / rate.floor!);
+    gaps.push(p50.proxy! - p50.floor!);
+  }
+  const spread = (xs: number[]): { median: number; low: number; high: number } => {
+    const v = [...xs].sort((a, b) => a - b);
+    const at = (q: number): number => v[Math.min(v.length - 1, Math.floor(q * v.length))]!;
+    return { median: at(0.5), low: at(0.25), high: at(0.75) };
+  };
+  const r = spread(ratios);
+  const g = spread(gaps);
+  const f = (n: number): string => n.toFixed(3);
+  return [
+    `floor, paired blocks (${PAIRED_ROUNDS} rounds, each ${PAIRED_CONCURRENT} calls at ${CALLERS} callers and ${PAIRED_SEQUENTIAL} sequential through the proxy and through the floor, order alternating): ${CALLERS} callers proxy / floor median ${f(r.median)} (middle half ${f(r.low)} to ${f(r.high)}; goal ≥ 1.0); sequential p50 proxy − floor median ${f(g.median)} ms (middle half ${f(g.low)} to ${f(g.high)}; goal ≤ 0.3); the proxy's CPU per call in its blocks ${f(proxyCpu / proxyCalls)} ms`,
+  ];
+}
+
 async function main(): Promise<void> {
+  process.stdout.write(`${await benchServiceForm()}\n`);
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
   const upstream = await startEchoUpstream('legacy');
@@ -314,12 +377,16 @@ async function main(): Promise<void> {
     }
 
     if (only === 'memory') {
-      // The modern memory goal's measure alone, as below: a fresh proxy warmed, then 10,000 open modern runs.
+      // The modern memory goal's measure alone, as below: a fresh proxy warmed, then 10,000 open
+      // modern runs; then the same from the sources through tsx (the form's own share).
       await proxy.stop();
-      const leg = await modernMemoryLeg(system);
-      fresh = leg.proxy;
+      const leg = await modernMemoryLeg(system, process.env.BENCH_FROM_SOURCES === '1' ? 'sources' : 'bundle');
+      await leg.proxy.stop();
+      const sources =
+        process.env.BENCH_FROM_SOURCES === '1' ? undefined : await modernMemoryLeg(system, 'sources', fromSources);
+      fresh = sources?.proxy;
       process.stdout.write(
-        `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString()}\n${leg.lines.join('\n')}\n`,
+        `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString()}\n${[...leg.lines, ...(sources?.lines ?? [])].join('\n')}\n`,
       );
       return;
     }
@@ -428,6 +495,10 @@ async function main(): Promise<void> {
       CALLERS,
       echoThenRaw,
     );
+    // The proxy against its floor in paired blocks (the phases above run a minute apart, and this
+    // box's speed drifts within that): each round one block through the proxy and one through the
+    // floor, in alternating order, at 32 callers and sequentially.
+    const paired = await pairedWithFloor(modernProxiedCall, echoThenRaw, proxy);
     const fmt = (n: number, d = 2): string => n.toFixed(d);
     const rate = (p: Phase): number => p.calls / p.seconds;
     const header = [
@@ -446,6 +517,7 @@ async function main(): Promise<void> {
       `floor, the NATS hop alone (runtime client → NATS → echo responder → back): sequential p50 ${fmt(es.p50, 3)} ms, ${fmt(rate(es), 0)} calls/s at 1, ${fmt(rate(ec), 0)} at ${CALLERS} callers`,
       `floor, what the runtime's ProxyClient adds to a plain nats.js request (CPU of this process per call): sequential ${fmt(es.cpuPerCallMs - eps.cpuPerCallMs, 3)} ms (${fmt(es.cpuPerCallMs, 3)} vs ${fmt(eps.cpuPerCallMs, 3)}), ${CALLERS} callers ${fmt(ec.cpuPerCallMs - epc.cpuPerCallMs, 3)} ms (${fmt(ec.cpuPerCallMs, 3)} vs ${fmt(epc.cpuPerCallMs, 3)}); p50 ${fmt(es.p50, 3)} vs ${fmt(eps.p50, 3)} ms`,
       `floor, NATS echo + raw POST: sequential p50 ${fmt(ers.p50, 3)} ms (raw + ${fmt(ers.p50 - mrs.p50, 3)} ms; the proxy's p50 is ${fmt(mps.p50 - ers.p50, 3)} ms above it); ${CALLERS} callers ${fmt(rate(erc), 0)} calls/s = ${fmt(rate(erc) / rate(mrc), 3)} × raw (proxy: ${fmt(rate(mpc) / rate(erc), 3)} × this floor)`,
+      ...paired,
     ];
     const callLog = await activityComparison(system);
     const baselineRoot = process.env.BENCH_BASELINE_ROOT;

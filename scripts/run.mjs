@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The entry of the README's commands. It needs only Node.js 20+ and npm: it brings the pinned pnpm
 // (through npx when it is not installed), installs the workspace when the lockfile is newer than
-// node_modules, then runs `start`, `test`, `mcpx …`, `bench …` or `soak …`.
+// node_modules, then runs `start`, `build`, `test`, `mcpx …`, `bench …` or `soak …`.
 import { spawnSync, spawn } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -46,6 +46,7 @@ if (needsInstall()) {
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 const targets = {
   start: [bin('tsx'), ['scripts/start.ts', ...rest]],
+  build: [bin('tsx'), ['scripts/bundle.ts', ...rest]],
   test: [bin('vitest'), ['run', ...rest]],
   mcpx: [bin('tsx'), ['cli/src/main.ts', ...rest]],
   bench: [bin('tsx'), [`bench/${rest[0] ?? 'proxy'}.ts`, ...rest.slice(1)]],

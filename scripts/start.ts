@@ -10,11 +10,14 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundle } from './bundle.js';
 import { ensureDependencies, startAuthNats, type AuthNats } from './deps/index.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 // Absolute, so that the processes started with other working directories (nats-server) find it.
 const dataDir = process.env.MCPX_DATA_DIR ? resolve(process.env.MCPX_DATA_DIR) : join(root, '.data');
+/** The services' bundles, built at each start from the current sources (a start of its own data folder never rewrites another's). */
+const bundles = join(dataDir, 'bundles');
 const givenNatsUrl = process.env.NATS_URL || undefined;
 const natsPort = Number(process.env.MCPX_NATS_PORT || 4223);
 const env = {
@@ -141,7 +144,8 @@ function startProxy(n: number): ChildProcess {
 }
 
 function startService(name: keyof typeof PORTS, overrides: Record<string, string> = {}): ChildProcess {
-  const child = spawn(join(root, 'node_modules', '.bin', 'tsx'), [`services/${name}/src/main.ts`], {
+  // Node itself on the service's bundle (built below from the sources), as the image runs it.
+  const child = spawn(process.execPath, [join(bundles, `${name}.mjs`)], {
     cwd: root,
     env: {
       ...serviceBaseEnv(name),
@@ -240,6 +244,10 @@ try {
     };
     process.on('exit', () => started?.kill());
   }
+  // Every service from the current sources, bundled (scripts/bundle.ts): a second or two here, and
+  // each process then starts in a fraction of a second and about 100 MiB smaller than through tsx.
+  await bundle(bundles);
+  log(`services bundled into ${relative(process.cwd(), bundles) || bundles}`);
   // The registry and the projector migrate their own schemas; the proxy reads both, so it starts last.
   // The registry builds its continue links on the authorization server's URL: its port is settled first.
   await settleEndpointPort('authorization-server');

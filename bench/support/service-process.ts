@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { freePort } from '../../test/servers/free-port.js';
+import { entryArgs, type BundleName } from '../../test/support/bundles.js';
 import { eventually } from '../../test/support/system.js';
 
 /** A service of a checkout running as its own process, healthy, with what it logged. */
@@ -11,13 +11,13 @@ export interface ServiceProcess {
 }
 
 /**
- * Starts `services/<service>/src/main.ts` of the checkout at `root` as its own process (through
- * tsx, as the images run it) on a free loopback port, and waits until its `/healthz` answers.
+ * Starts `service` of the checkout at `root` as its own process (in the bench's form: its bundle,
+ * as the image runs it, or its sources through tsx; ./service-bundles.ts) on a free loopback port, and waits until its `/healthz` answers.
  * `nodeArgs` go before the entry (a profiler's flags); `env` on top of this process's.
  */
 export async function startServiceProcess(opts: {
   root: string;
-  service: string;
+  service: BundleName;
   label: string;
   env: Record<string, string | undefined>;
   nodeArgs?: string[];
@@ -25,8 +25,8 @@ export async function startServiceProcess(opts: {
 }): Promise<ServiceProcess> {
   const port = await freePort();
   const logs: string[] = [];
-  const entry = join(opts.root, 'services', opts.service, 'src', 'main.ts');
-  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', entry], {
+  const entry = entryArgs(opts.service, { root: opts.root });
+  const child = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
     cwd: opts.root,
     env: {
       ...process.env,

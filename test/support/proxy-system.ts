@@ -7,7 +7,6 @@ import { ProxyClient, type CallInput, type CallOutcome } from '@mcpx/proxy-clien
 import { startRegistry, type RegistryOptions } from '@mcpx/registry';
 import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
 import type { ChildProcess } from 'node:child_process';
-import { join } from 'node:path';
 import { freePort } from '../servers/free-port.js';
 import { entryArgs } from './bundles.js';
 import { ApiClient } from './api-client.js';
@@ -216,8 +215,8 @@ async function spawnProxyOnce(
   const instance = `proxyp-${port}`;
   // Node itself with tsx as a loader (not the tsx wrapper): a SIGKILL must kill the very process
   // that holds the connections, not a relay in front of it.
-  // `root`: another checkout's proxy, from its sources (a bench's baseline beside this code).
-  const entry = root === undefined ? entryArgs('proxy') : ['--import', 'tsx', join(root, 'services/proxy/src/main.ts')];
+  // `root`: another checkout's proxy (a bench's baseline beside this code).
+  const entry = entryArgs('proxy', { ...(root !== undefined ? { root } : {}) });
   const { child, logs } = spawnService([...nodeArgs, ...entry], {
     cwd: root ?? ROOT,
     env: { ...process.env, ...system.env, ...extraEnv },
