@@ -21,7 +21,8 @@
  * its own that POSTs it with undici) between the same client and the same upstream. Its goals:
  * at 32 callers the endpoint keeps ≥ 0.8× the relay's throughput; endpoint + proxy CPU per call
  * ≤ 1.5× relay + responder; sequential p50 ≤ the relay's + 0.5 ms, read also from the three
- * paths' sequential calls interleaved in blocks, which share the box's moment (`BENCH_INTERLEAVED`).
+ * paths' sequential calls interleaved in blocks, which share the box's moment (`BENCH_INTERLEAVED`),
+ * and the 32-caller goals from paired blocks of the relay and the endpoint (`BENCH_PAIRED_ROUNDS`).
  * `BENCH_QUICK=1`: the modern rows only.
  */
 import { availableParallelism, totalmem } from 'node:os';
@@ -55,6 +56,13 @@ const CALLERS = 32;
  */
 const INTERLEAVED = Number(process.env.BENCH_INTERLEAVED ?? 3_000);
 const BLOCK = 100;
+/**
+ * The 32-caller comparison paired: this many rounds (`BENCH_PAIRED_ROUNDS`, 0 leaves it out), each
+ * a block of {@link PAIRED_BLOCK} calls through the relay and one through the endpoint, the order
+ * alternating between rounds; throughput and the gateway's CPU are read per block.
+ */
+const PAIRED_ROUNDS = Number(process.env.BENCH_PAIRED_ROUNDS ?? (QUICK ? 10 : 20));
+const PAIRED_BLOCK = 600;
 // Enough for the endpoint's and the proxy's V8 to have compiled their hot paths before a phase is measured
 // (bench/proxy.ts found 300 too few: compiler threads were a quarter of the proxy's CPU in the first phases).
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 1_500);
@@ -163,6 +171,61 @@ function pairedGap(mix: Interleaved, a: string, b: string): { median: number; lo
   const gaps = mix.rounds[a]!.map((x, i) => x - mix.rounds[b]![i]!).sort((x, y) => x - y);
   const at = (q: number): number => gaps[Math.min(gaps.length - 1, Math.floor(q * gaps.length))]!;
   return { median: at(0.5), low: at(0.25), high: at(0.75), n: gaps.length };
+}
+
+/** A path of the paired comparison: its call, and its gateway's two processes (CPU read per block). */
+interface PairedPath {
+  op: (i: number) => Promise<unknown>;
+  pids: Array<number | undefined>;
+}
+
+/**
+ * The endpoint against the relay at 32 callers, round by round (see {@link PAIRED_ROUNDS}): each
+ * round's throughput ratio pairs two blocks next to each other in time; the gateways' CPU per call
+ * is summed over all their blocks, and also given round by round.
+ */
+async function pairedConcurrent(
+  relay: PairedPath,
+  endpoint: PairedPath,
+): Promise<{ ratio: Spread; cpuRatio: Spread; cpu: { relay: number; endpoint: number } }> {
+  const ratios: number[] = [];
+  const cpuRatios: number[] = [];
+  const cpu = { relay: 0, endpoint: 0 };
+  for (let round = 0; round < PAIRED_ROUNDS; round++) {
+    const order = round % 2 === 0 ? (['relay', 'endpoint'] as const) : (['endpoint', 'relay'] as const);
+    const rate = { relay: 0, endpoint: 0 };
+    const perCall = { relay: 0, endpoint: 0 };
+    for (const side of order) {
+      const path = side === 'relay' ? relay : endpoint;
+      const before = path.pids.map((p) => cpuOf(p));
+      const r = await run(PAIRED_BLOCK, CALLERS, path.op);
+      const used = path.pids.reduce<number>((sum, p, i) => sum + cpuOf(p) - (before[i] ?? 0), 0);
+      rate[side] = PAIRED_BLOCK / r.seconds;
+      perCall[side] = used / PAIRED_BLOCK;
+      cpu[side] += used;
+    }
+    ratios.push(rate.endpoint / rate.relay);
+    cpuRatios.push(perCall.endpoint / perCall.relay);
+  }
+  const calls = PAIRED_ROUNDS * PAIRED_BLOCK;
+  return {
+    ratio: spread(ratios),
+    cpuRatio: spread(cpuRatios),
+    cpu: { relay: cpu.relay / calls, endpoint: cpu.endpoint / calls },
+  };
+}
+
+interface Spread {
+  median: number;
+  low: number;
+  high: number;
+}
+
+/** The median and the middle half of `xs`. */
+function spread(xs: readonly number[]): Spread {
+  const v = [...xs].sort((a, b) => a - b);
+  const at = (q: number): number => v[Math.min(v.length - 1, Math.floor(q * v.length))]!;
+  return { median: at(0.5), low: at(0.25), high: at(0.75) };
 }
 
 /**
@@ -398,6 +461,13 @@ async function main(): Promise<void> {
             endpoint: ops.modernVia,
           })
         : undefined;
+    const paired =
+      PAIRED_ROUNDS > 0
+        ? await pairedConcurrent(
+            { op: ops.modernRelay, pids: [relay.relayPid, relay.responderPid] },
+            { op: ops.modernVia, pids: [endpoint.child.pid, proxy.child.pid] },
+          )
+        : undefined;
     const legacy = QUICK
       ? undefined
       : {
@@ -490,6 +560,11 @@ async function main(): Promise<void> {
               `- the same, round by round (each round's endpoint block p50 less its relay block's, ${g.n} rounds): median +${f(g.median, 3)} ms, middle half +${f(g.low, 3)} to +${f(g.high, 3)} ms`)(
               pairedGap(mix, 'endpoint', 'relay'),
             ),
+          ]
+        : []),
+      ...(paired
+        ? [
+            `- modern, ${CALLERS} callers paired (${PAIRED_ROUNDS} rounds, a block of ${PAIRED_BLOCK} calls through each in turn, the order alternating): throughput against the relay median ${f(paired.ratio.median)}× (middle half ${f(paired.ratio.low)} to ${f(paired.ratio.high)}; goal ≥ 0.8: ${paired.ratio.median >= 0.8 ? 'met' : 'NOT met'}); endpoint + proxy CPU ${f(paired.cpu.endpoint, 3)} ms/call = ${f(paired.cpu.endpoint / paired.cpu.relay)}× relay + responder's ${f(paired.cpu.relay, 3)} over all blocks (goal ≤ 1.5: ${paired.cpu.endpoint / paired.cpu.relay <= 1.5 ? 'met' : 'NOT met'}; round by round median ${f(paired.cpuRatio.median)}×, middle half ${f(paired.cpuRatio.low)} to ${f(paired.cpuRatio.high)})`,
           ]
         : []),
       ...(legacy ? floorLines('legacy', legacy.lvs, legacy.lvc, legacy.lrs, legacy.lrc) : []),

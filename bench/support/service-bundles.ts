@@ -9,7 +9,8 @@ import { ROOT } from '../../test/support/system.js';
  * The form the benches run the services in: their bundles, as the image and `npm start` run them
  * (scripts/bundle.ts), built here from this checkout's sources and, with `BENCH_BASELINE_ROOT`,
  * from that checkout's by the same bundler, so both sides run in the same form.
- * `BENCH_FROM_SOURCES=1`: the sources through tsx instead. The test support's spawns read the
+ * `BENCH_FROM_SOURCES=1`: the sources through tsx instead (`BENCH_BASELINE_FROM_SOURCES=1`: the
+ * baseline's only). The test support's spawns read the
  * folders from `MCPX_TEST_BUNDLES` and `MCPX_BASELINE_BUNDLES`. Returns the line a bench prints.
  */
 export async function benchServiceForm(): Promise<string> {
@@ -22,7 +23,8 @@ export async function benchServiceForm(): Promise<string> {
   await buildBundles(own);
   process.env.MCPX_TEST_BUNDLES = own;
   const baseline = process.env.BENCH_BASELINE_ROOT;
-  if (baseline !== undefined) {
+  // BENCH_BASELINE_FROM_SOURCES=1: the baseline through tsx (the two forms of the same code side by side).
+  if (baseline !== undefined && process.env.BENCH_BASELINE_FROM_SOURCES !== '1') {
     const dir = mkdtempSync(join(tmpdir(), 'mcpx-bench-baseline-bundles-'));
     const bundler = (await import(pathToFileURL(join(ROOT, 'scripts', 'bundle.ts')).href)) as {
       bundle(outDir: string, entries: Readonly<Record<string, string>>, root: string): Promise<void>;
