@@ -244,6 +244,8 @@ $('agent-create').addEventListener(
   'click',
   () =>
     void run(async () => {
+      // Where the person was when they asked: the new agent's page opens only if they are still there.
+      const from = location.hash;
       const { agent } = await act('CreateAgent', {
         name: /** @type {HTMLInputElement} */ ($('agent-name')).value.trim(),
         definition: { mcpServers: [] },
@@ -253,7 +255,7 @@ $('agent-create').addEventListener(
       await load();
       /** @type {HTMLSelectElement} */ ($('agent-select')).value = agent.id;
       renderServers();
-      go(`#/agents/${encodeURIComponent(agent.id)}`);
+      if (location.hash === from) go(`#/agents/${encodeURIComponent(agent.id)}`);
     }),
 );
 

@@ -812,6 +812,53 @@ describe.skipIf(!HAS_CHROMIUM)(
       expect(await page.locator('#server-page-tools li.filtered-out').count()).toBe(0);
     });
 
+    it("opens a new agent's page after Create agent only if the person is still where they asked", async () => {
+      // The create is held on its way to the registry while the person goes to the servers room.
+      let asked!: () => void;
+      const createAsked = new Promise<void>((r) => (asked = r));
+      let release!: () => void;
+      const released = new Promise<void>((r) => (release = r));
+      const holdCreate = async (route: Route) => {
+        if ((route.request().postDataJSON() as { action?: { type?: string } } | null)?.action?.type !== 'CreateAgent')
+          return route.continue();
+        asked();
+        await released;
+        return route.continue();
+      };
+      await room('#/agents');
+      await page.route('**/v1/actions', holdCreate);
+      try {
+        await page.fill('#agent-name', 'moved-away');
+        await page.click('#agent-create');
+        await createAsked;
+        await room('#/servers');
+        release();
+        // The lists read again and the header's choice set to the new agent: the console has decided
+        // where to go (in the same turn, app.js), and the address and the room stayed.
+        await eventually(
+          async () =>
+            (await page.evaluate<string>(
+              `document.querySelector('#agent-select').selectedOptions[0]?.textContent ?? ''`,
+            )) === 'moved-away'
+              ? true
+              : undefined,
+          PAGE_WAIT_MS,
+          'the new agent chosen in the header',
+        );
+        expect(await page.locator('main > section[data-room="servers"]:not(.away):not([hidden])').count()).toBe(1);
+        expect(await page.evaluate<string>('location.hash')).toBe('#/servers');
+      } finally {
+        release();
+        await page.unroute('**/v1/actions', holdCreate);
+      }
+      // Still where they asked: the new agent's page opens, as before.
+      await room('#/agents');
+      await page.fill('#agent-name', 'stayed');
+      await page.click('#agent-create');
+      await page.locator('#agent-page[data-agent]:not(.away) h2', { hasText: 'stayed' }).waitFor();
+      await page.selectOption('#agent-select', { label: 'helper' });
+    });
+
     it('keeps the caret in the search when a live reload draws the page again mid-word', async () => {
       await room('#/servers/acme');
       await page.locator('#server-page-tools li[data-tool="drop_table"]').waitFor();
