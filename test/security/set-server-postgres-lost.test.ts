@@ -104,12 +104,14 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
 
   /**
    * Sends `action` while `table` is locked (`mode`), waits for the registry's statement matching
-   * `query` to wait for it, terminates that statement's connection, then lets the table go: the
-   * answer, or the error it was answered with.
+   * `query` to wait for it, terminates that statement's connection, then lets the table go (with
+   * `releaseFirst`, before the answer: for an action that writes to the table again once it lost
+   * its connection): the answer, or the error it was answered with.
    */
   async function withPostgresLostAt(
     send: () => Promise<unknown>,
     lock: { table: string; mode: string; query: string },
+    opts: { releaseFirst?: boolean } = {},
   ): Promise<unknown> {
     const held = lockTable(lock.table, lock.mode);
     try {
@@ -124,6 +126,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
         `the action waiting at ${lock.query}`,
       );
       await sql`SELECT pg_terminate_backend(${pid})`.execute(h.sql);
+      if (opts.releaseFirst === true) await held.release();
       return await act.answer;
     } finally {
       await held.release();
@@ -323,4 +326,53 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     // "Nothing was written" is true: no authorization was started.
     expect(await oauthState()).toEqual(before);
   });
+
+  it('AuthorizeMcpServer with Postgres lost at its audit entry: the authorization is not stored, and the answer says it failed', async () => {
+    const api = h.api();
+    const { server } = await api.act<Answer>('SetMcpServer', {
+      name: 'audited',
+      config: { url: protectedServer.url, auth: 'oauth' },
+    });
+    expect(server.status.state).toBe('auth_required');
+    // The server's pending authorization: a new one that is stored replaces its state and seals a
+    // new code verifier into its client.
+    const pendingAuthorization = async (): Promise<unknown> =>
+      (
+        await sql<{ state: string | null; client: Uint8Array | null }>`
+          SELECT c.state_hash AS state, c.client_sealed AS client
+          FROM registry.oauth_connections c JOIN registry.mcp_servers s ON s.id = c.server_id
+          WHERE s.name = 'audited'`.execute(h.sql)
+      ).rows;
+    const before = await pendingAuthorization();
+    expect(before).toHaveLength(1);
+    const entries = async (): Promise<unknown[]> =>
+      (
+        await sql<{ after: unknown }>`
+          SELECT after FROM registry.audit_events
+          WHERE action = 'AuthorizeMcpServer' AND target = 'audited' ORDER BY id`.execute(h.sql)
+      ).rows.map((r) => r.after);
+    const got = await withPostgresLostAt(
+      () => api.act('AuthorizeMcpServer', { name: 'audited' }),
+      { table: 'audit_events', mode: 'EXCLUSIVE', query: 'insert into "registry"."audit_events"%' },
+      { releaseFirst: true },
+    );
+    // Before, the authorization was stored and its ticket issued first: Postgres lost at the
+    // entry answered "not run (nothing was written)" with a new authorization pending.
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    const answer = got as Answer & { authorizationUrl?: string; authorizationError?: string };
+    expect(answer.authorizationUrl).toBeUndefined();
+    expect(answer.authorizationError).toContain('postgres was unavailable');
+    // What the answer says is what is stored: the authorization pending before is still the one,
+    // and the log records the attempt as failed, never a URL issued.
+    expect(await pendingAuthorization()).toEqual(before);
+    expect(await entries()).toEqual([{ outcome: 'failed', state: 'auth_required' }]);
+    // Asked again, it is issued and recorded.
+    const again = await api.act<{ authorizationUrl?: string }>('AuthorizeMcpServer', { name: 'audited' });
+    expect(typeof again.authorizationUrl).toBe('string');
+    expect(await entries()).toEqual([
+      { outcome: 'failed', state: 'auth_required' },
+      { outcome: 'authorization_url_issued', state: 'auth_required' },
+    ]);
+    expect(await pendingAuthorization()).not.toEqual(before);
+  }, 60_000);
 });
