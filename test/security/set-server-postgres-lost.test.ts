@@ -22,7 +22,7 @@ import {
   type TestMcpServer,
   type TestOAuthServer,
 } from '../servers/index.js';
-import type { ApiClient } from '../support/api-client.js';
+import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -375,4 +375,55 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     ]);
     expect(await pendingAuthorization()).not.toEqual(before);
   }, 60_000);
+
+  it('a discovery lost with the registry that owed it (stopped before running it again) is run by the next registry', async () => {
+    // The registry that saves: its own re-run of the lost discovery, and its re-prober, would come
+    // long after it is stopped.
+    const saving = await h.addRegistry({}, { reprobe: { baseMs: 600_000, intervalMs: 600_000 } });
+    const api = h.api(saving.url);
+    const got = await withPostgresLostAt(
+      () => api.act('SetMcpServer', { name: 'orphaned', config: { url: upstream.url } }),
+      atTheRecord,
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    expect((got as Answer).server.status.error).toContain('it is tried again');
+    await saving.stop();
+    // Nothing of the discovery was stored: the row is as saved, and no re-probe is due for it.
+    const row = async () =>
+      (
+        await sql<{ next: Date | null }>`
+          SELECT next_probe_at AS next FROM registry.mcp_servers WHERE name = 'orphaned'`.execute(h.sql)
+      ).rows[0];
+    expect((await row())?.next).toBeNull();
+    // Before, nothing anywhere knew of it: the server stayed unprobed until its next set or refresh.
+    const next = await h.addRegistry({}, { reprobe: { baseMs: 50, intervalMs: 50, owedAfterMs: 0 } });
+    try {
+      const recovered = await listedWith(
+        new ApiClient(next.url, api.key),
+        'orphaned',
+        'echo',
+        'the lost discovery, run by the next registry',
+      );
+      expect(recovered.status.state).toBe('ok');
+      // Settled: it is not discovered again on each look.
+      const owed = await sql<{ owed: Date | null }>`
+        SELECT discovery_owed_at AS owed FROM registry.mcp_servers WHERE name = 'orphaned'`.execute(h.sql);
+      expect(owed.rows[0]?.owed).toBeNull();
+    } finally {
+      await next.stop();
+    }
+  }, 60_000);
+
+  it('a discovery that records settles what its save owed, pinned or not: nothing is discovered again for it', async () => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'plain', config: { url: upstream.url } });
+    await api.act('SetMcpServer', { name: 'pinned', config: { url: upstream.url, pin: 'strict' } });
+    const owed = await sql<{ name: string; owed: Date | null }>`
+      SELECT name, discovery_owed_at AS owed FROM registry.mcp_servers
+      WHERE account_id = ${api.principal} ORDER BY name`.execute(h.sql);
+    expect(owed.rows).toEqual([
+      { name: 'pinned', owed: null },
+      { name: 'plain', owed: null },
+    ]);
+  });
 });
