@@ -22,7 +22,7 @@ import {
   type TestMcpServer,
   type TestOAuthServer,
 } from '../servers/index.js';
-import type { ApiClient } from '../support/api-client.js';
+import { ApiClient } from '../support/api-client.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -104,12 +104,14 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
 
   /**
    * Sends `action` while `table` is locked (`mode`), waits for the registry's statement matching
-   * `query` to wait for it, terminates that statement's connection, then lets the table go: the
-   * answer, or the error it was answered with.
+   * `query` to wait for it, terminates that statement's connection, then lets the table go (with
+   * `releaseFirst`, before the answer: for an action that writes to the table again once it lost
+   * its connection): the answer, or the error it was answered with.
    */
   async function withPostgresLostAt(
     send: () => Promise<unknown>,
     lock: { table: string; mode: string; query: string },
+    opts: { releaseFirst?: boolean } = {},
   ): Promise<unknown> {
     const held = lockTable(lock.table, lock.mode);
     try {
@@ -124,6 +126,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
         `the action waiting at ${lock.query}`,
       );
       await sql`SELECT pg_terminate_backend(${pid})`.execute(h.sql);
+      if (opts.releaseFirst === true) await held.release();
       return await act.answer;
     } finally {
       await held.release();
@@ -322,5 +325,105 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     expect((got as Error).message).toContain('nothing was written');
     // "Nothing was written" is true: no authorization was started.
     expect(await oauthState()).toEqual(before);
+  });
+
+  it('AuthorizeMcpServer with Postgres lost at its audit entry: the authorization is not stored, and the answer says it failed', async () => {
+    const api = h.api();
+    const { server } = await api.act<Answer>('SetMcpServer', {
+      name: 'audited',
+      config: { url: protectedServer.url, auth: 'oauth' },
+    });
+    expect(server.status.state).toBe('auth_required');
+    // The server's pending authorization: a new one that is stored replaces its state and seals a
+    // new code verifier into its client.
+    const pendingAuthorization = async (): Promise<unknown> =>
+      (
+        await sql<{ state: string | null; client: Uint8Array | null }>`
+          SELECT c.state_hash AS state, c.client_sealed AS client
+          FROM registry.oauth_connections c JOIN registry.mcp_servers s ON s.id = c.server_id
+          WHERE s.name = 'audited'`.execute(h.sql)
+      ).rows;
+    const before = await pendingAuthorization();
+    expect(before).toHaveLength(1);
+    const entries = async (): Promise<unknown[]> =>
+      (
+        await sql<{ after: unknown }>`
+          SELECT after FROM registry.audit_events
+          WHERE action = 'AuthorizeMcpServer' AND target = 'audited' ORDER BY id`.execute(h.sql)
+      ).rows.map((r) => r.after);
+    const got = await withPostgresLostAt(
+      () => api.act('AuthorizeMcpServer', { name: 'audited' }),
+      { table: 'audit_events', mode: 'EXCLUSIVE', query: 'insert into "registry"."audit_events"%' },
+      { releaseFirst: true },
+    );
+    // Before, the authorization was stored and its ticket issued first: Postgres lost at the
+    // entry answered "not run (nothing was written)" with a new authorization pending.
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    const answer = got as Answer & { authorizationUrl?: string; authorizationError?: string };
+    expect(answer.authorizationUrl).toBeUndefined();
+    expect(answer.authorizationError).toContain('postgres was unavailable');
+    // What the answer says is what is stored: the authorization pending before is still the one,
+    // and the log records the attempt as failed, never a URL issued.
+    expect(await pendingAuthorization()).toEqual(before);
+    expect(await entries()).toEqual([{ outcome: 'failed', state: 'auth_required' }]);
+    // Asked again, it is issued and recorded.
+    const again = await api.act<{ authorizationUrl?: string }>('AuthorizeMcpServer', { name: 'audited' });
+    expect(typeof again.authorizationUrl).toBe('string');
+    expect(await entries()).toEqual([
+      { outcome: 'failed', state: 'auth_required' },
+      { outcome: 'authorization_url_issued', state: 'auth_required' },
+    ]);
+    expect(await pendingAuthorization()).not.toEqual(before);
+  }, 60_000);
+
+  it('a discovery lost with the registry that owed it (stopped before running it again) is run by the next registry', async () => {
+    // The registry that saves: its own re-run of the lost discovery, and its re-prober, would come
+    // long after it is stopped.
+    const saving = await h.addRegistry({}, { reprobe: { baseMs: 600_000, intervalMs: 600_000 } });
+    const api = h.api(saving.url);
+    const got = await withPostgresLostAt(
+      () => api.act('SetMcpServer', { name: 'orphaned', config: { url: upstream.url } }),
+      atTheRecord,
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    expect((got as Answer).server.status.error).toContain('it is tried again');
+    await saving.stop();
+    // Nothing of the discovery was stored: the row is as saved, and no re-probe is due for it.
+    const row = async () =>
+      (
+        await sql<{ next: Date | null }>`
+          SELECT next_probe_at AS next FROM registry.mcp_servers WHERE name = 'orphaned'`.execute(h.sql)
+      ).rows[0];
+    expect((await row())?.next).toBeNull();
+    // Before, nothing anywhere knew of it: the server stayed unprobed until its next set or refresh.
+    const next = await h.addRegistry({}, { reprobe: { baseMs: 50, intervalMs: 50, owedAfterMs: 0 } });
+    try {
+      const recovered = await listedWith(
+        new ApiClient(next.url, api.key),
+        'orphaned',
+        'echo',
+        'the lost discovery, run by the next registry',
+      );
+      expect(recovered.status.state).toBe('ok');
+      // Settled: it is not discovered again on each look.
+      const owed = await sql<{ owed: Date | null }>`
+        SELECT discovery_owed_at AS owed FROM registry.mcp_servers WHERE name = 'orphaned'`.execute(h.sql);
+      expect(owed.rows[0]?.owed).toBeNull();
+    } finally {
+      await next.stop();
+    }
+  }, 60_000);
+
+  it('a discovery that records settles what its save owed, pinned or not: nothing is discovered again for it', async () => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'plain', config: { url: upstream.url } });
+    await api.act('SetMcpServer', { name: 'pinned', config: { url: upstream.url, pin: 'strict' } });
+    const owed = await sql<{ name: string; owed: Date | null }>`
+      SELECT name, discovery_owed_at AS owed FROM registry.mcp_servers
+      WHERE account_id = ${api.principal} ORDER BY name`.execute(h.sql);
+    expect(owed.rows).toEqual([
+      { name: 'pinned', owed: null },
+      { name: 'plain', owed: null },
+    ]);
   });
 });

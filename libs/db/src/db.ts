@@ -18,6 +18,7 @@ import * as registryAgentTokenUserApproval from './migrations/registry-20261201T
 import * as registryOAuthSignIns from './migrations/registry-20261201T1700-oauth-sign-ins.js';
 import * as registrySignInRequester from './migrations/registry-20261206T0300-sign-in-requester.js';
 import * as registryAuthorizationServerRole from './migrations/registry-20261206T1200-authorization-server-role.js';
+import * as registryDiscoveryOwed from './migrations/registry-20261207T0600-discovery-owed.js';
 import * as activityCalls from './migrations/activity-20261206T0500-calls.js';
 import * as proxyTasks from './migrations/proxy-20261206T0500-tasks.js';
 import * as proxyTaskAnswerers from './migrations/proxy-20261206T1140-task-answerers.js';
@@ -101,6 +102,7 @@ const MIGRATIONS = {
     '20261201T1710-agent-token-user-approval': registryAgentTokenUserApproval,
     '20261206T0300-sign-in-requester': registrySignInRequester,
     '20261206T1200-authorization-server-role': registryAuthorizationServerRole,
+    '20261207T0600-discovery-owed': registryDiscoveryOwed,
   },
   projector: {
     '20261130T0800-init': projectorInit,

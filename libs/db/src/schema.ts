@@ -56,6 +56,11 @@ export interface McpServersTable {
   discovered_hash: ColumnType<string, string | undefined, string>;
   /** A pinned server's held changes (`ServerStatus.heldTools`, CBOR); null when none. */
   held_cbor: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
+  /**
+   * When the config was saved without a discovery of it recorded since (null: its last save was
+   * discovered): a save sets it, the record of a discovery that started from that save clears it.
+   */
+  discovery_owed_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 /** A contract an owner accepted (contract pinning), per server and remote tool name. */

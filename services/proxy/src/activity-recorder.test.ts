@@ -1,5 +1,5 @@
 import { metrics } from '@opentelemetry/api';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ProxyCallRequest } from '@mcpx/contracts';
 import { ActivityRecorder } from './activity-recorder.js';
 import type { ActivityStore, CallRecord } from './activity-store.js';
@@ -118,5 +118,67 @@ describe('ActivityRecorder', () => {
     r.record({ ...req(3), taskId: { evil: true } } as unknown as ProxyCallRequest, {}, 'ok', 1);
     await r.flush();
     expect(store.rows.map((x) => x.taskId)).toEqual(['task-1', undefined, undefined]);
+  });
+
+  describe("its write timer (a fake clock: the decision when to wake is the recorder's own)", () => {
+    afterEach(() => {
+      vi.useRealTimers();
+      vi.restoreAllMocks();
+    });
+
+    /** A started recorder writing every `flushMs`, and a count of the timers it arms from now on. */
+    function started(store: ActivityStore, flushMs = 1_000): { r: ActivityRecorder; armed: () => number } {
+      vi.useFakeTimers();
+      const spy = vi.spyOn(globalThis, 'setTimeout');
+      const r = new ActivityRecorder({ store, meter: metrics.getMeter('test'), buffer: 100, flushMs, batch: 10 });
+      r.start();
+      return { r, armed: () => spy.mock.calls.length };
+    }
+
+    it('is never armed while nothing is held: an idle proxy is not woken up', async () => {
+      const store = new MemoryStore();
+      const { r, armed } = started(store);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(armed()).toBe(0);
+      expect(vi.getTimerCount()).toBe(0);
+      expect(store.writes).toBe(0);
+      // A call arms one write within the interval; once it is written, the timer is idle again.
+      r.record(req(1), {}, 'ok', 1);
+      r.record(req(2), {}, 'ok', 1);
+      expect(armed()).toBe(1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(store.rows).toHaveLength(2);
+      expect(store.writes).toBe(1);
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(armed()).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+      await r.stop();
+    });
+
+    it('under load writes once per interval, as before; a failed write is retried on its backoff', async () => {
+      const store = new MemoryStore();
+      const { r, armed } = started(store);
+      for (let s = 0; s < 5; s++) {
+        for (let i = 0; i < 3; i++) r.record(req(s * 10 + i), {}, 'ok', 1);
+        await vi.advanceTimersByTimeAsync(1_000);
+        // Every call of the interval is written at its end.
+        expect(store.rows).toHaveLength((s + 1) * 3);
+      }
+      expect(store.writes).toBe(5);
+      expect(armed()).toBe(5);
+      store.down = true;
+      r.record(req(100), {}, 'ok', 1);
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(r.stats).toMatchObject({ held: 1, writeFailures: 1 });
+      // Held after a failure: retried after twice the interval, not before.
+      store.down = false;
+      await vi.advanceTimersByTimeAsync(1_999);
+      expect(r.stats.held).toBe(1);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(r.stats).toMatchObject({ held: 0, recorded: 16 });
+      await vi.advanceTimersByTimeAsync(60_000);
+      expect(vi.getTimerCount()).toBe(0);
+      await r.stop();
+    });
   });
 });

@@ -37,7 +37,9 @@ const MAX_PRUNE_ACCOUNTS = 10_000;
 /**
  * The call log's writer in the proxy (docs/activity.md). {@link record} is the call path's one
  * hook: it builds a row and pushes it on a bounded in-memory buffer, with no I/O, no await and no
- * way to fail the call. A timer writes what is held in batches, off the call path.
+ * way to fail the call. A timer writes what is held in batches, off the call path: armed by the
+ * first call held (written at most `flushMs` later, as under load), never while nothing is held,
+ * so an idle proxy is not woken up for the log.
  *
  * When the buffer is full, a new call is not recorded (`mcpx_activity_dropped_total{reason=
  * "buffer_full"}`): the calls never wait for the log. When Postgres does not answer, the batch
@@ -51,6 +53,7 @@ export class ActivityRecorder {
   private pruneTimer: NodeJS.Timeout | undefined;
   private writing: Promise<void> | undefined;
   private failures = 0;
+  private started = false;
   private stopped = false;
   private readonly batch: number;
   private readonly recorded: Counter;
@@ -117,11 +120,13 @@ export class ActivityRecorder {
       inputRequestId: req.inputRequestId,
       taskId: typeof taskId === 'string' && taskId.length <= 128 ? taskId : undefined,
     });
+    this.arm();
   }
 
   /** Starts the timers (writes, and retention when set). */
   start(): this {
-    this.schedule(this.opts.flushMs);
+    this.started = true;
+    if (this.rows.length > 0) this.arm();
     const r = this.opts.retention;
     if (r !== undefined) {
       const every = r.everyMs ?? 600_000;
@@ -173,19 +178,28 @@ export class ActivityRecorder {
     this.rows = [];
   }
 
-  private schedule(ms: number): void {
-    if (this.stopped) return;
+  /**
+   * Arms the write of what is held: after `flushMs`, or after the backoff of the failed writes in
+   * a row. Not before {@link start}, not after {@link stop}, and never twice.
+   */
+  private arm(): void {
+    if (!this.started || this.stopped || this.timer !== undefined) return;
+    const delay =
+      this.failures === 0 ? this.opts.flushMs : Math.min(this.opts.flushMs * 2 ** this.failures, MAX_BACKOFF_MS);
     this.timer = setTimeout(() => {
       void this.tick();
-    }, ms);
+    }, delay);
     this.timer.unref();
   }
 
+  /** Writes what is held; armed again only when something is still held (a failed batch, or calls that came meanwhile). */
   private async tick(): Promise<void> {
-    await this.flush();
-    const delay =
-      this.failures === 0 ? this.opts.flushMs : Math.min(this.opts.flushMs * 2 ** this.failures, MAX_BACKOFF_MS);
-    this.schedule(delay);
+    try {
+      await this.flush();
+    } finally {
+      this.timer = undefined;
+      if (this.rows.length > 0) this.arm();
+    }
   }
 
   /** One batch from the front: written, or put back (the buffer keeps its bound). Never throws. */

@@ -47,9 +47,11 @@ export interface RegistryOptions {
   /**
    * Background re-probe of servers in `error`: the backoff base (default 5 s, doubling per
    * failure up to 15 min, ±20 % jitter) and how often due servers are looked for (default
-   * min(2 s, baseMs)). `REGISTRY_REPROBE_BASE_MS` sets the base in main.ts.
+   * min(2 s, baseMs)). `REGISTRY_REPROBE_BASE_MS` sets the base in main.ts. `owedAfterMs`: how
+   * long after a save that no discovery has recorded the re-prober discovers the server (default
+   * the discovery deadline plus 60 s).
    */
-  reprobe?: { baseMs?: number; intervalMs?: number };
+  reprobe?: { baseMs?: number; intervalMs?: number; owedAfterMs?: number };
   /** Remote discoveries this instance runs at once (default 16; `REGISTRY_DISCOVERY_CONCURRENCY`). */
   discoveryConcurrency?: number;
   /** The registry's public base URL, for the OAuth callback (default: the address it listens on). */
@@ -244,6 +246,9 @@ async function startBackground(floor: Floor, repos: Repositories, rooms: Rooms, 
     intervalMs: opts.reprobe?.intervalMs ?? Math.min(2_000, opts.reprobe?.baseMs ?? 2_000),
     batch: 50,
     concurrency: 8,
+    // Longer than a save's own discovery takes (bounded by the discovery deadline): what is owed
+    // past it was lost, not under way.
+    owedAfterMs: opts.reprobe?.owedAfterMs ?? config.quotas.discoveryDeadlineMs + 60_000,
   });
   const unprobed = await rooms.builtins.scheduleUnprobed();
   if (unprobed > 0) log.info('built-ins scheduled for a first probe', { count: unprobed });

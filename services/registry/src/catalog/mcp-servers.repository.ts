@@ -12,6 +12,14 @@ import {
   type StoredServerConfig,
 } from '@mcpx/stored';
 
+/**
+ * `discovery_owed_at` once a discovery that started from the record saved at `owedUpTo` has
+ * recorded: cleared, unless a later save owes another.
+ */
+export function settledOwed(owedUpTo: Date) {
+  return sql<Date | null>`CASE WHEN discovery_owed_at <= ${owedUpTo} THEN NULL ELSE discovery_owed_at END`;
+}
+
 /** `config_cbor` (static headers in the clear, secret headers as references): the one shape, in `@mcpx/stored`. */
 export type { StoredServerConfig };
 
@@ -122,7 +130,11 @@ export class McpServersRepository {
     return new Set(rows.map((r) => r.name));
   }
 
-  /** Creates or updates a server's config by name; tools and status are left as they are. */
+  /**
+   * Creates or updates a server's config by name; tools and status are left as they are. The
+   * saved config is owed a discovery (`discovery_owed_at`, the record's `updatedAt`) until one
+   * that started from it records ({@link recordDiscovery}'s `owedUpTo`).
+   */
   async upsertConfig(
     account: string,
     name: string,
@@ -130,6 +142,7 @@ export class McpServersRepository {
     trx: Kysely<Database>,
   ): Promise<McpServerRecord> {
     const initialStatus: ServerStatus = { state: 'unknown' };
+    const at = new Date();
     const row = await trx
       .insertInto('registry.mcp_servers')
       .values({
@@ -142,11 +155,13 @@ export class McpServersRepository {
         tools_hash: '',
         generation: 0,
         status_cbor: encodePayload(initialStatus),
+        updated_at: at,
+        discovery_owed_at: at,
       })
       .onConflict((oc) =>
         oc
           .columns(['account_id', 'name'])
-          .doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: new Date() }),
+          .doUpdateSet({ url: config.url, config_cbor: encodePayload(config), updated_at: at, discovery_owed_at: at }),
       )
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -155,7 +170,9 @@ export class McpServersRepository {
 
   /**
    * Records a discovery. With `tools` (a success) the list, its hash and the generation change;
-   * without (a failure) only the status does, so the last good list stays.
+   * without (a failure) only the status does, so the last good list stays. `owedUpTo`: the
+   * `updatedAt` of the record the discovery started from; the discovery owed to a save up to then
+   * is settled (a save after it stays owed).
    */
   async recordDiscovery(
     account: string,
@@ -164,6 +181,7 @@ export class McpServersRepository {
     tools: { list: RemoteTool[]; hash: string; generation: number } | undefined,
     nextProbeAt: Date | null,
     trx: Kysely<Database> = this.db,
+    owedUpTo?: Date,
   ): Promise<McpServerRecord | null> {
     const row = await trx
       .updateTable('registry.mcp_servers')
@@ -171,6 +189,7 @@ export class McpServersRepository {
         status_cbor: encodePayload(storedStatus(status)),
         next_probe_at: nextProbeAt,
         updated_at: new Date(),
+        ...(owedUpTo !== undefined ? { discovery_owed_at: settledOwed(owedUpTo) } : {}),
         // The generation moves on from the row's own, not the caller's snapshot: another writer
         // (SetToolPermission) may have moved it meanwhile, and an equal generation would be stale.
         ...(tools
@@ -260,6 +279,21 @@ export class McpServersRepository {
       .where('next_probe_at', 'is', null)
       .executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
+  }
+
+  /**
+   * Servers whose config was saved before `savedBefore` and never discovered since (their
+   * discovery was lost: see {@link upsertConfig}), longest owed first.
+   */
+  async owedDiscoveries(savedBefore: Date, limit: number): Promise<Array<{ accountId: string; name: string }>> {
+    const rows = await this.db
+      .selectFrom('registry.mcp_servers')
+      .select(['account_id', 'name'])
+      .where('discovery_owed_at', '<=', savedBefore)
+      .orderBy('discovery_owed_at')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => ({ accountId: r.account_id, name: r.name }));
   }
 
   /** Servers due for a background re-probe, oldest due first. */

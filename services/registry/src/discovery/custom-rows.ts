@@ -28,7 +28,7 @@ export function customRows(deps: DiscoveryDeps): DiscoveryTarget {
       }
     },
     record: (server, status, tools, nextProbeAt, trx) =>
-      deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt, trx),
+      deps.servers.recordDiscovery(server.accountId, server.id, status, tools, nextProbeAt, trx, server.updatedAt),
     overrides: async (account, serverId, trx) => deps.permissions?.forServer(account, serverId, trx),
   };
 }

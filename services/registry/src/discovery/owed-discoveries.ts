@@ -11,8 +11,9 @@ import type { DiscoveryDeps, DiscoveryTarget } from './discovery-types.js';
  * runs it again itself, on the re-probe backoff, until one records (any recorded discovery of the
  * server settles it), the server is gone or `maxFailures` runs failed. Armed only where a record
  * failed, never with a write: the background re-prober's rows and rule stay as they were, and
- * nothing extra joins the discoveries a write starts. Kept in memory: an instance that stops
- * first leaves the server to its next set or refresh.
+ * nothing extra joins the discoveries a write starts. Kept in memory; what an instance that stops
+ * first leaves is found in the row itself (the save marked it owed, `discovery_owed_at`) by the
+ * next re-prober that looks (`reprober.ts`).
  */
 export class OwedDiscoveries {
   private readonly timers = new Map<string, NodeJS.Timeout>();

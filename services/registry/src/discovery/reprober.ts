@@ -6,6 +6,11 @@ import type { McpServerRecord } from '../catalog/mcp-servers.repository.js';
 export interface ReprobeSource {
   /** Servers whose next probe is due, oldest due first. */
   dueForProbe(now: Date, limit: number): Promise<Array<{ accountId: string; name: string }>>;
+  /**
+   * Servers saved before `savedBefore` whose save no discovery has recorded since (the registry
+   * that ran it lost its record and stopped), longest owed first. Absent: the source owes none.
+   */
+  owedDiscoveries?(savedBefore: Date, limit: number): Promise<Array<{ accountId: string; name: string }>>;
   find(account: string, name: string): Promise<McpServerRecord | null>;
   /** Where their discoveries record (absent: the mcp_servers rows). */
   readonly target?: DiscoveryTarget;
@@ -15,7 +20,10 @@ export interface ReprobeSource {
  * Probes servers in `error` (and built-ins still `unknown`) again when their backoff is due, so
  * recovery is noticed without anyone pressing refresh; lists in use are listed again when they
  * expire (see Discovery's re-list). Every instance runs one; the discovery
- * lock keeps a server from being probed twice at once.
+ * lock keeps a server from being probed twice at once. It also discovers, whatever their state,
+ * the servers whose save was never discovered once `owedAfterMs` has passed since it (longer
+ * than a save's own discovery takes): the discovery a registry owed and did not run before it
+ * stopped is run by whichever registry looks next.
  */
 export class Reprober {
   private timer: NodeJS.Timeout | undefined;
@@ -27,7 +35,7 @@ export class Reprober {
     private readonly sources: ReprobeSource[],
     private readonly discovery: Discovery,
     private readonly log: Logger,
-    private readonly opts: { intervalMs: number; batch: number; concurrency: number },
+    private readonly opts: { intervalMs: number; batch: number; concurrency: number; owedAfterMs: number },
   ) {}
 
   start(): void {
@@ -54,11 +62,20 @@ export class Reprober {
     this.running = true;
     try {
       const now = new Date();
+      const savedBefore = new Date(now.getTime() - this.opts.owedAfterMs);
       const due = (
         await Promise.all(
-          this.sources.map(async (source) =>
-            (await source.dueForProbe(now, this.opts.batch)).map((item) => ({ ...item, source })),
-          ),
+          this.sources.map(async (source) => {
+            const owed = (await source.owedDiscoveries?.(savedBefore, this.opts.batch)) ?? [];
+            const owedKeys = new Set(owed.map((item) => `${item.accountId}:${item.name}`));
+            const probes = (await source.dueForProbe(now, this.opts.batch)).filter(
+              (item) => !owedKeys.has(`${item.accountId}:${item.name}`),
+            );
+            return [
+              ...owed.map((item) => ({ ...item, source, owed: true })),
+              ...probes.map((item) => ({ ...item, source, owed: false })),
+            ];
+          }),
         )
       ).flat();
       let next = 0;
@@ -69,7 +86,8 @@ export class Reprober {
           const server = await item.source.find(item.accountId, item.name);
           if (server === null) continue;
           const state = server.status.state;
-          if (state === 'error' || state === 'unknown')
+          if (item.owed) await this.discoverOwed(server, item.source);
+          else if (state === 'error' || state === 'unknown')
             await this.discovery.discover(server, 'probe', item.source.target);
           // A list in use that expired (the server's ttlMs): listed again, then disarmed until the next use.
           else if (state === 'ok' && server.status.listTtlMs !== undefined)
@@ -83,6 +101,23 @@ export class Reprober {
       return 0;
     } finally {
       this.running = false;
+    }
+  }
+
+  /** A save's discovery that was lost, run now: a failure is its own (the other servers' re-probes go on). */
+  private async discoverOwed(server: McpServerRecord, source: ReprobeSource): Promise<void> {
+    this.log.info('a saved server whose discovery was lost is discovered', {
+      account: server.accountId,
+      server: server.name,
+    });
+    try {
+      await this.discovery.discover(server, 'probe', source.target);
+    } catch (err) {
+      this.log.warn('a lost discovery could not be run again (tried on the next look)', {
+        account: server.accountId,
+        server: server.name,
+        err: err as Error,
+      });
     }
   }
 }

@@ -10,7 +10,13 @@ import {
 } from '@mcpx/stored';
 import { contractCid, type RemoteTool } from '@mcpx/domain';
 import { recordAudit, SYSTEM_SIGNER } from '../audit/audit-log.js';
-import { discoveredTools, storedStatus, toRecord, type McpServerRecord } from '../catalog/mcp-servers.repository.js';
+import {
+  discoveredTools,
+  settledOwed,
+  storedStatus,
+  toRecord,
+  type McpServerRecord,
+} from '../catalog/mcp-servers.repository.js';
 import { toolsHash } from '../catalog/remote-tools.js';
 import {
   evaluatePins,
@@ -136,7 +142,7 @@ export async function applyPins(
   locked: McpServerRecord,
   raw: RemoteTool[],
   rawHash: string,
-  extra: { status?: ServerStatus; nextProbeAt?: Date | null; actor?: PinActor } = {},
+  extra: { status?: ServerStatus; nextProbeAt?: Date | null; actor?: PinActor; owedUpTo?: Date } = {},
 ): Promise<PinnedWrite> {
   const mode = pinModeOf(locked.config);
   if (mode === 'off') throw new Error('applyPins on a server that is not pinned');
@@ -180,6 +186,8 @@ export async function applyPins(
       updated_at: new Date(),
       ...(extra.status !== undefined ? { status_cbor: encodePayload(storedStatus(extra.status)) } : {}),
       ...(extra.nextProbeAt !== undefined ? { next_probe_at: extra.nextProbeAt } : {}),
+      // A discovery's record settles what was owed to the save it started from (see upsertConfig).
+      ...(extra.owedUpTo !== undefined ? { discovery_owed_at: settledOwed(extra.owedUpTo) } : {}),
     })
     .where('account_id', '=', account)
     .where('id', '=', locked.id)
@@ -247,5 +255,5 @@ export async function recordPinnedDiscovery(
 ): Promise<PinnedWrite | null> {
   const locked = await lockServer(trx, server.accountId, server.id);
   if (locked === null || pinModeOf(locked.record.config) === 'off') return null;
-  return applyPins(trx, locked.record, raw, toolsHash(raw), { status, nextProbeAt });
+  return applyPins(trx, locked.record, raw, toolsHash(raw), { status, nextProbeAt, owedUpTo: server.updatedAt });
 }

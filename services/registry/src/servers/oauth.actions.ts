@@ -1,5 +1,5 @@
 import { ErrorCodes, WireError, type RedactedMcpServer } from '@mcpx/contracts';
-import { isPostgresUnavailable } from '@mcpx/db';
+import { isPostgresUnavailable, type Db } from '@mcpx/db';
 import { describeOAuthError } from '@mcpx/mcp-client';
 import { isRedisUnavailable } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
@@ -20,27 +20,42 @@ export async function withAuthorization(
   deps: ServersDeps,
   server: McpServerRecord,
   redact: (server: McpServerRecord) => Promise<RedactedMcpServer>,
-  opts: { fresh?: boolean } = {},
+  opts: { fresh?: boolean; issued?: (server: McpServerRecord, trx: Db) => Promise<void> } = {},
 ): Promise<{ server: RedactedMcpServer; authorizationUrl?: string; authorizationError?: string }> {
   const oauth = deps.oauth;
   const wanted = opts.fresh === true || server.status.state === 'auth_required';
   // A client credentials server never waits for an owner: its discovery gets tokens itself.
   if (oauth === undefined || server.config.auth !== 'oauth' || !wanted || usesClientCredentials(server))
     return { server: await redact(server) };
+  const issued = opts.issued;
   try {
     const challenge = deps.discovery.resourceMetadataUrl(server.id);
-    let outcome = await oauth.ensure(server, { ...opts, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
+    const metadata = challenge ? { resourceMetadataUrl: challenge } : {};
+    // With `issued`, the ticket is issued in the transaction that stores the authorization, and
+    // whatever `issued` writes there commits with it: the ticket of an authorization that was
+    // not stored leads nowhere (the start page finds another pending state).
+    let ticket: string | undefined;
+    const started =
+      issued === undefined
+        ? {}
+        : {
+            started: async (authorizationUrl: string, trx: Db): Promise<void> => {
+              ticket = await oauth.ticketUrl(server, authorizationUrl);
+              await issued(server, trx);
+            },
+          };
+    let outcome = await oauth.ensure(server, { fresh: opts.fresh === true, ...metadata, ...started });
     if (outcome.state === 'authorized') {
       const rediscovered = await deps.discovery.discover(server, 'authorized');
       if (rediscovered.status.state !== 'auth_required') return { server: await redact(rediscovered) };
       // The refreshed token is refused too: only a new authorization helps.
       server = rediscovered;
-      outcome = await oauth.ensure(server, { fresh: true, ...(challenge ? { resourceMetadataUrl: challenge } : {}) });
+      outcome = await oauth.ensure(server, { fresh: true, ...metadata, ...started });
     }
     if (outcome.state === 'authorized') return { server: withoutStatusUrl(await redact(server)) };
     return {
       server: withoutStatusUrl(await redact(server)),
-      authorizationUrl: await oauth.ticketUrl(server, outcome.authorizationUrl),
+      authorizationUrl: ticket ?? (await oauth.ticketUrl(server, outcome.authorizationUrl)),
     };
   } catch (err) {
     deps.log.warn('oauth authorization could not start', {
@@ -91,25 +106,24 @@ export const authorizeMcpServer: ServersAction<'AuthorizeMcpServer'> = async (de
   // Read before the authorization starts (its token refresh rediscovers and records): Postgres
   // lost after that cannot answer "not run" for what was stored.
   const overrides = await deps.permissions.forServer(caller.account, server.id);
+  // Who asked for an authorization of which server, and how it went: never the URL (its ticket
+  // completes the authorization), a token or the authorization server's error text.
+  const audit = (db: Db, outcome: string, state: string): Promise<void> =>
+    recordAudit(db, {
+      ...auditBy(caller),
+      action: 'AuthorizeMcpServer',
+      target: { kind: 'server', name: server.name },
+      after: { outcome, state },
+    });
+  // An authorization URL issued is recorded in the transaction that stores the authorization:
+  // Postgres lost there stores neither (the answer is a failed authorization, recorded as one).
   const out = await withAuthorization(
     deps,
     server,
     async (s) => redactServer(s, deps.style, overrides, { role: caller.role }),
-    { fresh: true },
+    { fresh: true, issued: (s, trx) => audit(trx, 'authorization_url_issued', s.status.state) },
   );
-  // Who asked for an authorization of which server, and how it went: never the URL (its ticket
-  // completes the authorization), a token or the authorization server's error text.
-  const outcome =
-    out.authorizationUrl !== undefined
-      ? 'authorization_url_issued'
-      : out.authorizationError !== undefined
-        ? 'failed'
-        : 'authorized';
-  await recordAudit(deps.db, {
-    ...auditBy(caller),
-    action: 'AuthorizeMcpServer',
-    target: { kind: 'server', name: server.name },
-    after: { outcome, state: out.server.status.state },
-  });
+  if (out.authorizationUrl === undefined)
+    await audit(deps.db, out.authorizationError !== undefined ? 'failed' : 'authorized', out.server.status.state);
   return out;
 };

@@ -75,6 +75,11 @@ export class OAuthConnectionsRepository {
       .execute();
   }
 
+  /** Runs `fn` in one transaction: what it writes commits together or not at all. */
+  inTransaction<T>(fn: (trx: Db) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(fn);
+  }
+
   /** The tokens held for a server, only while it keeps the URL they were issued for. */
   async tokens(
     account: string,
@@ -115,13 +120,16 @@ export class OAuthConnectionsRepository {
       .execute();
   }
 
-  /** Records the pending authorization's state (replacing any earlier one: only the newest URL completes). */
-  async setPendingState(account: string, serverId: string, state: string): Promise<void> {
+  /**
+   * Records the pending authorization's state (replacing any earlier one: only the newest URL
+   * completes), in `db` (a transaction) when given.
+   */
+  async setPendingState(account: string, serverId: string, state: string, db: Db = this.db): Promise<void> {
     const values = {
       state_hash: stateHash(state),
       state_expires_at: new Date(Date.now() + PENDING_AUTHORIZATION_TTL_MS),
     };
-    await this.db
+    await db
       .insertInto('registry.oauth_connections')
       .values({ server_id: serverId, account_id: account, ...values })
       .onConflict((oc) => oc.column('server_id').doUpdateSet({ ...values, updated_at: new Date() }))

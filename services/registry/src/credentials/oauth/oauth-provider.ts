@@ -6,6 +6,7 @@ import type {
   OAuthDiscoveryState,
   OAuthTokens,
 } from '@mcpx/mcp-client';
+import type { Db } from '@mcpx/db';
 import { OAUTH_CLIENT_NAME, isClientMetadataUrl } from './client-metadata-document.js';
 import type { OAuthClientState, OAuthConnectionsRepository } from './oauth-connections.repository.js';
 
@@ -37,6 +38,12 @@ export interface RegistryOAuthProviderOptions {
    * the new one). The callback leg never sets it: it must redeem the code where it was issued.
    */
   rediscover?: boolean;
+  /**
+   * Keep the authorization this flow starts (its `state` and code verifier, with its discovery)
+   * until {@link RegistryOAuthProvider.commitStart} writes it, in the caller's transaction: an
+   * authorization that is not committed leaves the one pending before it as it was.
+   */
+  deferStart?: boolean;
 }
 
 /** How a flow came by a client it did not have: its metadata document URL, or a registration. */
@@ -58,6 +65,8 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   private readonly stateValue: string;
   /** Discovery found during this flow, stored only once the flow succeeds ({@link persistDiscovery}). */
   private pendingDiscovery: OAuthDiscoveryState | undefined;
+  /** With `deferStart`: the authorization this flow started, not yet written ({@link commitStart}). */
+  private readonly started: { state: boolean; codeVerifier?: string } = { state: false };
 
   constructor(
     private readonly store: OAuthStateStore,
@@ -91,7 +100,8 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   }
 
   async state(): Promise<string> {
-    await this.store.setPendingState(this.opts.account, this.opts.serverId, this.stateValue);
+    if (this.opts.deferStart) this.started.state = true;
+    else await this.store.setPendingState(this.opts.account, this.opts.serverId, this.stateValue);
     return this.stateValue;
   }
 
@@ -124,7 +134,8 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
   }
 
   async saveCodeVerifier(codeVerifier: string): Promise<void> {
-    await this.store.updateClient(this.opts.account, this.opts.serverId, { codeVerifier });
+    if (this.opts.deferStart) this.started.codeVerifier = codeVerifier;
+    else await this.store.updateClient(this.opts.account, this.opts.serverId, { codeVerifier });
   }
 
   async codeVerifier(): Promise<string> {
@@ -149,6 +160,23 @@ export class RegistryOAuthProvider implements OAuthClientProvider {
       discoveryState: this.pendingDiscovery,
       discoveredFor: this.opts.serverUrl,
     });
+    this.pendingDiscovery = undefined;
+  }
+
+  /**
+   * With `deferStart`: writes the authorization this flow started (its `state`, its code verifier
+   * and the discovery it was started with) in `db`, the caller's transaction.
+   */
+  async commitStart(db: Db): Promise<void> {
+    const { account, serverId } = this.opts;
+    if (this.started.state) await this.store.setPendingState(account, serverId, this.stateValue, db);
+    const patch: Partial<OAuthClientState> = {
+      ...(this.started.codeVerifier !== undefined ? { codeVerifier: this.started.codeVerifier } : {}),
+      ...(this.pendingDiscovery !== undefined
+        ? { discoveryState: this.pendingDiscovery, discoveredFor: this.opts.serverUrl }
+        : {}),
+    };
+    if (Object.keys(patch).length > 0) await this.store.updateClient(account, serverId, patch, db);
     this.pendingDiscovery = undefined;
   }
 

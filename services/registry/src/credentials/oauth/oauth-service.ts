@@ -26,6 +26,18 @@ function oauthLockKey(server: McpServerRecord): string {
 
 export type OAuthOutcome = { state: 'authorized' } | { state: 'redirect'; authorizationUrl: string };
 
+export interface EnsureOptions {
+  /** Start a new authorization even where stored tokens could be refreshed; `resourceMetadataUrl`: the one a 401 named. */
+  fresh?: boolean;
+  resourceMetadataUrl?: URL;
+  /**
+   * Called with the URL of an authorization this call starts, in the transaction that writes it
+   * (its `state`, code verifier and discovery): what it writes there (an audit entry) commits with
+   * the authorization or not at all; when it throws, the authorization pending before stays.
+   */
+  started?: (authorizationUrl: string, trx: Db) => Promise<void>;
+}
+
 type StoredTokens = Awaited<ReturnType<OAuthConnectionsRepository['tokens']>>;
 
 export interface OAuthServiceDeps {
@@ -79,32 +91,42 @@ export class OAuthService {
 
   /**
    * Makes sure the server can be called: refreshes stored tokens when there are any, else (or when
-   * refresh fails, or `fresh` asks for it) starts an authorization and returns its URL.
+   * refresh fails, or `fresh` asks for it) starts an authorization and returns its URL (stored
+   * with what `started` writes, or not at all: see {@link EnsureOptions.started}).
    */
-  ensure(server: McpServerRecord, opts: { fresh?: boolean; resourceMetadataUrl?: URL } = {}): Promise<OAuthOutcome> {
+  ensure(server: McpServerRecord, opts: EnsureOptions = {}): Promise<OAuthOutcome> {
     return this.exchanges.observed('ensure', server, () => this.ensureUnobserved(server, opts));
   }
 
-  private async ensureUnobserved(
-    server: McpServerRecord,
-    opts: { fresh?: boolean; resourceMetadataUrl?: URL },
-  ): Promise<OAuthOutcome> {
+  private async ensureUnobserved(server: McpServerRecord, opts: EnsureOptions): Promise<OAuthOutcome> {
     // Nobody authorizes a client credentials client: a stored token, else a new one, or an error.
     if (usesClientCredentials(server)) return this.clientCredentials.refreshStale(server, undefined);
     const lead = async (): Promise<OAuthOutcome> => {
       // Discovered afresh each time: a server that moved to another authorization server gets a
       // client registered there, and nothing of the old one (client, tokens) is presented to it.
-      const provider = this.provider(server, { ignoreTokens: opts.fresh === true, rediscover: true });
+      const started = opts.started;
+      const provider = this.provider(server, {
+        ignoreTokens: opts.fresh === true,
+        rediscover: true,
+        ...(started !== undefined ? { deferStart: true } : {}),
+      });
       const result = await runOAuth(provider, {
         serverUrl: server.config.url,
         ...(opts.resourceMetadataUrl ? { resourceMetadataUrl: opts.resourceMetadataUrl } : {}),
         fetchFn: this.oauthFetch,
       });
-      await provider.persistDiscovery();
+      const authorizationUrl = result === 'AUTHORIZED' ? undefined : provider.authorizationUrl?.toString();
+      if (result !== 'AUTHORIZED' && authorizationUrl === undefined)
+        throw new Error('authorization started without a URL');
+      if (started !== undefined && authorizationUrl !== undefined)
+        await this.deps.store.inTransaction(async (trx) => {
+          await provider.commitStart(trx);
+          await started(authorizationUrl, trx);
+        });
+      else await provider.persistDiscovery();
       this.reportRegistration(server, provider);
-      if (result === 'AUTHORIZED') return { state: 'authorized' };
-      if (provider.authorizationUrl === undefined) throw new Error('authorization started without a URL');
-      return { state: 'redirect', authorizationUrl: provider.authorizationUrl.toString() };
+      if (authorizationUrl === undefined) return { state: 'authorized' };
+      return { state: 'redirect', authorizationUrl };
     };
     // A follower found another instance exchanging: tokens it stored are ours too; without any,
     // it starts its own authorization (no refresh token is involved in that).
