@@ -2,6 +2,7 @@ import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
+  ErrorCodes,
   NatsFailures,
   WireError,
   natsFailure,
@@ -73,12 +74,41 @@ export async function writeKey(keyFile: string, key: KeyPair): Promise<void> {
   await chmod(keyFile, 0o600);
 }
 
-/** Signs and sends one action; returns its result or throws the typed error the API sent (act's transport). */
+/** Times an action refused for the signer's or the address's rate is sent again (after the wait it names). */
+const RATE_RETRIES = 3;
+/** The longest wait before such a retry: a longer one is the refusal the command reports. */
+const RATE_RETRY_MAX_MS = 5_000;
+
+/**
+ * Signs and sends one action; returns its result or throws the typed error the API sent (act's
+ * transport). `rate_limited` says nothing ran and when to come back: the command waits that long
+ * and sends it again (a few times, a few seconds at most), as the console does, so a script of
+ * commands beside an open console is not refused for their shared signer's burst.
+ */
 async function sendAction<T>(
   env: CliEnv,
   key: KeyPair,
   action: { type: string } & Record<string, unknown>,
 ): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await sendOnce<T>(env, key, action);
+    } catch (err) {
+      const wait = err instanceof WireError && err.code === ErrorCodes.rateLimited ? retryAfterMs(err) : undefined;
+      if (wait === undefined || wait > RATE_RETRY_MAX_MS || attempt >= RATE_RETRIES) throw err;
+      await new Promise((r) => setTimeout(r, wait));
+    }
+  }
+}
+
+/** The wait a `rate_limited` refusal names (`details.retryAfterMs`), else a second. */
+function retryAfterMs(err: WireError): number {
+  const named = (err.details as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  return typeof named === 'number' && Number.isFinite(named) && named >= 0 ? named : 1_000;
+}
+
+async function sendOnce<T>(env: CliEnv, key: KeyPair, action: { type: string } & Record<string, unknown>): Promise<T> {
+  // A fresh envelope each time: its nonce is single-use.
   const envelope = signAction(key, key.principal, action);
   let res: Response;
   try {

@@ -137,15 +137,33 @@ function coalesced(fn, settleMs = 150) {
   return ask;
 }
 
+/** The load loadRunning now, and the one asked for while it runs (at most one waits). */
+let loadRunning = null;
+let loadQueued = null;
+
 /**
- * Reloads servers and agents. Loads overlap (events, the owner's own actions): an answer older
- * than the latest is dropped, and its caller waits for the latest instead, so whoever awaits a
- * load reads state at least as new as what it asked for (never the state before it).
+ * Reloads servers and agents. At most one load runs at a time: whoever asks while one runs gets
+ * the one run after it (which starts after their ask, so it reads at least what they changed),
+ * shared by everyone who asks meanwhile. Each load costs several actions, and the signer's action
+ * rate is limited: a load per ask had a busy page refused its own lists.
  */
 function load() {
-  const mine = loadOnce();
-  latest = mine;
-  return mine;
+  if (loadRunning === null) {
+    const mine = loadOnce().finally(() => {
+      if (loadRunning === mine) loadRunning = null;
+    });
+    loadRunning = mine;
+    latest = mine;
+    return mine;
+  }
+  loadQueued ??= loadRunning
+    .catch(() => undefined)
+    .then(() => {
+      loadQueued = null;
+      return load();
+    });
+  latest = loadQueued;
+  return loadQueued;
 }
 
 async function loadOnce() {

@@ -73,7 +73,14 @@ describe.skipIf(!HAS_CHROMIUM)(
       });
       [system, acme, as, machineAs] = await Promise.all([
         ProxySystem.start({
-          env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` },
+          env: {
+            BUILTIN_ENDPOINTS: `github=${vendor.url}`,
+            // The page is driven at machine speed, and the test acts with the same key beside it
+            // (one signer's bucket for both): on a fast box that outran the default 20 actions a
+            // second and the page's retries showed as 429s in its console. A person's pace does not.
+            RATE_ACTIONS_PER_SIGNER: '200',
+            RATE_ACTIONS_PER_SIGNER_BURST: '400',
+          },
           registry: { endpoint: { publicUrl: ENDPOINT_PUBLIC_URL } },
         }),
         startTestMcpServer({
@@ -542,13 +549,21 @@ describe.skipIf(!HAS_CHROMIUM)(
 
       // A change made elsewhere (here the API) reaches the row live, through mcp-servers-changed.
       const createIssue = (state: string) => server('github').locator(`.tools li[data-tool="create_issue"]${state}`);
-      await system.api.act('SetToolPermission', { server: 'github', tool: 'create_issue', permission: 'act' });
+      await system.api.act('SetToolPermission', {
+        server: 'github',
+        tool: 'create_issue',
+        permission: 'act',
+      });
       await createIssue('[data-permission="act"][data-overridden="true"]').waitFor();
       expect(await chosen('github__create_issue').textContent()).toBe('act');
       expect(await permissionOf('github__create_issue').locator('option[value=""]').textContent()).toBe(
         'inherited (always ask)',
       );
-      await system.api.act('SetToolPermission', { server: 'github', tool: 'create_issue', permission: null });
+      await system.api.act('SetToolPermission', {
+        server: 'github',
+        tool: 'create_issue',
+        permission: null,
+      });
       await createIssue('[data-permission="always_ask"]:not([data-overridden])').waitFor();
     });
 
@@ -661,7 +676,10 @@ describe.skipIf(!HAS_CHROMIUM)(
       if (SHOTS !== undefined) mkdirSync(SHOTS, { recursive: true });
       await page.setViewportSize({ width: 1280, height: 860 });
       // A server that answers 404 at a wrong path, and a call waiting for approval: what a person looks for.
-      await system.api.act('SetMcpServer', { name: 'typo', config: { url: acme.url.replace(/\/mcp$/, '/mpc') } });
+      await system.api.act('SetMcpServer', {
+        name: 'typo',
+        config: { url: acme.url.replace(/\/mcp$/, '/mpc') },
+      });
       const agent = await page.locator('#agent-select').inputValue();
       const waiting = await stoppedCall(system, agent, 'walk-run', 'acme__drop_table', { table: 'invoices' });
 
@@ -769,7 +787,10 @@ describe.skipIf(!HAS_CHROMIUM)(
       expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
       // Another server changes: the console hears it and draws the open page again.
       await page.evaluate(`document.querySelector('#server-page-tools').dataset.drawn = 'before'`);
-      await system.api.act('SetMcpServer', { name: 'typo', config: { url: acme.url.replace(/\/mcp$/, '/mpd') } });
+      await system.api.act('SetMcpServer', {
+        name: 'typo',
+        config: { url: acme.url.replace(/\/mcp$/, '/mpd') },
+      });
       await page.locator('#server-page-tools:not([data-drawn])').waitFor();
       expect(await page.inputValue('#server-tool-search')).toBe('echo');
       expect(await page.locator('#server-page-tools li:not(.filtered-out)').count()).toBe(1);
@@ -799,7 +820,10 @@ describe.skipIf(!HAS_CHROMIUM)(
       await page.evaluate(`document.querySelector('#server-page-tools').dataset.drawn = 'before'`);
       await page.route('**/v1/actions', holdHistory);
       try {
-        await system.api.act('SetMcpServer', { name: 'typo2', config: { url: acme.url.replace(/\/mcp$/, '/mpd') } });
+        await system.api.act('SetMcpServer', {
+          name: 'typo2',
+          config: { url: acme.url.replace(/\/mcp$/, '/mpd') },
+        });
         await historyAsked;
         await page.fill('#server-tool-search', '');
         release();
@@ -865,7 +889,10 @@ describe.skipIf(!HAS_CHROMIUM)(
       await page.fill('#server-tool-search', '');
       await page.keyboard.type('ec');
       await page.evaluate(`document.querySelector('#server-page-tools').dataset.drawn = 'before'`);
-      await system.api.act('SetMcpServer', { name: 'typo3', config: { url: acme.url.replace(/\/mcp$/, '/mpe') } });
+      await system.api.act('SetMcpServer', {
+        name: 'typo3',
+        config: { url: acme.url.replace(/\/mcp$/, '/mpe') },
+      });
       await page.locator('#server-page-tools:not([data-drawn])').waitFor();
       // The rest of the word, typed after the page was drawn again (how a fill's keys were lost).
       await page.keyboard.type('ho');
