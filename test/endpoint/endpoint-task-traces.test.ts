@@ -2,6 +2,7 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
 import { startTasksUpstream, TASKS_EXTENSION, type TasksUpstream } from '../servers/tasks-upstream.js';
+import { collectSseMessages } from '../support/fixtures/sse-messages.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
 import { MODERN_VERSION, post } from './raw-mcp.js';
@@ -10,8 +11,9 @@ const TASK_ID = /^tsk_[a-z2-7]{24}$/;
 
 /**
  * A task request to the endpoint (`tasks/get`, `tasks/list`, `tasks/cancel`, 2026-07-28 and
- * 2025-11-25) runs in one trace with the proxy's task service: each `proxy.tasks/<op>` span that
- * answers it is a child of its `endpoint.tasks/<verb>` span. Run with the endpoint's and the
+ * 2025-11-25; a listen naming task ids, and each status notification it sends) runs in one trace
+ * with the proxy's task service: each `proxy.tasks/<op>` span that answers it is a child of its
+ * `endpoint.tasks/<verb>` span. Run with the endpoint's and the
  * proxy's own trace context (`explicit`: it does not follow awaits) and the one of a process
  * shared with others (`async`).
  */
@@ -122,6 +124,56 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       expect(cancel.proxy.map((s) => s.name).sort()).toEqual(['proxy.tasks/cancel', 'proxy.tasks/get']);
       for (const span of cancel.proxy)
         expect(span.parentSpanContext?.spanId).toBe(cancel.endpoint.spanContext().spanId);
+    });
+
+    it("a listen naming a task, and the task's status notification on it", async () => {
+      const created = await modern('tools/call', { name: 'exports__long-export', arguments: { format: 'pdf' } });
+      const taskId = created.result?.taskId as string;
+      expect(taskId).toMatch(TASK_ID);
+      const ctl = new AbortController();
+      const res = await fetch(sys.urlOf('tasker'), {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-method': 'subscriptions/listen',
+          'mcp-protocol-version': MODERN_VERSION,
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'listen-1',
+          method: 'subscriptions/listen',
+          params: {
+            notifications: { taskIds: [taskId] },
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+              'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
+              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+            },
+          },
+        }),
+        signal: ctl.signal,
+      });
+      const messages: Array<Record<string, unknown>> = [];
+      collectSseMessages(res.body as ReadableStream<Uint8Array>, messages, () => {});
+      try {
+        await eventually(
+          async () => (messages.some((m) => m.method === 'notifications/tasks') ? true : undefined),
+          10_000,
+          "the task's first notification",
+        );
+      } finally {
+        ctl.abort();
+      }
+      for (const method of ['tasks/listen', 'tasks/status']) {
+        const { endpoint, proxy } = await traced(method, 'get');
+        for (const span of proxy) {
+          expect(span.name, method).toMatch(/^proxy\.tasks\//);
+          expect(span.parentSpanContext?.spanId, method).toBe(endpoint.spanContext().spanId);
+        }
+      }
+      await modern('tasks/cancel', { taskId });
     });
   },
 );

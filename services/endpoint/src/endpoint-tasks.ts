@@ -184,7 +184,7 @@ export class EndpointTasks {
     });
     let outcome = 'ok';
     try {
-      return await run(this.deps.tasks.withTrace(trace.setSpan(ROOT_CONTEXT, span)));
+      return await run(this.clientUnder(span));
     } catch (err) {
       const e = err instanceof ProtocolError ? err : protocolErrorOf(err);
       outcome =
@@ -200,6 +200,14 @@ export class EndpointTasks {
       span.end();
       this.deps.requests.add(1, { method, outcome });
     }
+  }
+
+  /**
+   * The task client whose requests carry `span`'s context, passed by hand (the endpoint's context
+   * does not follow awaits: docs/operations.md#trace-context): the proxy's task span is its child.
+   */
+  clientUnder(span: ReturnType<Tracer['startSpan']>): TaskClient {
+    return this.deps.tasks.withTrace(trace.setSpan(ROOT_CONTEXT, span));
   }
 
   /** The task, when the request's token made it; "Task not found" otherwise (another token's, another account's, none). */
@@ -218,11 +226,16 @@ export class EndpointTasks {
 
   /**
    * The task of `id` when the token made it (on a per-server face, of that server), else
-   * undefined: what a listen's `taskIds` may name (task-listen.ts).
+   * undefined: what a listen's `taskIds` may name (task-listen.ts). `tasks`: what asks the proxy.
    */
-  async owned(grant: TokenGrant, id: string, face: string | undefined): Promise<TaskView | undefined> {
+  async owned(
+    grant: TokenGrant,
+    id: string,
+    face: string | undefined,
+    tasks: TaskClient = this.deps.tasks,
+  ): Promise<TaskView | undefined> {
     try {
-      const view = await this.own(this.deps.tasks, grant, id);
+      const view = await this.own(tasks, grant, id);
       return face === undefined || view.server === face ? view : undefined;
     } catch (err) {
       if (err instanceof ProtocolError) return undefined;
