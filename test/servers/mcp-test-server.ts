@@ -9,6 +9,7 @@ import {
   CallToolRequestSchema,
   ErrorCode,
   isInitializeRequest,
+  ListPromptsRequestSchema,
   ListToolsRequestSchema,
   McpError,
   type Tool,
@@ -30,6 +31,8 @@ export interface TestMcpServerOptions {
   transport?: 'http' | 'sse' | 'both';
   /** Default: `echo` and `add`. */
   tools?: TestTool[];
+  /** Legacy: declare prompts and answer `prompts/list` with one prompt (`greet`). */
+  prompts?: boolean;
   /** Paginate `tools/list` with this many tools per page. */
   pageSize?: number;
   /** With `pageSize`: every `nextCursor` points back to the first page (a misbehaving server). */
@@ -71,6 +74,8 @@ export interface TestMcpServerStats {
   openSockets(): number;
   /** Every `traceparent` header received (the trace context the client propagated). */
   traceparents: string[];
+  /** The `traceparent` header of each JSON-RPC request received, by method (absent: `''`). */
+  traceparentsByMethod: Map<string, string[]>;
   /** Header values received, by lowercased name (to prove what the client sent). */
   headersSeen: Map<string, string[]>;
   /** The `_meta` of each request a modern or dual server received, by method (the last 20 of each). */
@@ -135,6 +140,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     listCalls: 0,
     openSockets: () => sockets.size,
     traceparents: [],
+    traceparentsByMethod: new Map(),
     headersSeen: new Map(),
     metaSeen: new Map(),
     sessions: () =>
@@ -147,7 +153,13 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
   let origin = '';
 
   function createSessionServer(counts: SessionCounts): Server {
-    const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
+    const server = new Server(SERVER_INFO, {
+      capabilities: { tools: { listChanged: true }, ...(opts.prompts === true ? { prompts: {} } : {}) },
+    });
+    if (opts.prompts === true)
+      server.setRequestHandler(ListPromptsRequestSchema, () => ({
+        prompts: [{ name: 'greet', description: 'Says hello.' }],
+      }));
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
       stats.listCalls += 1;
       counts.lists += 1;
@@ -183,8 +195,19 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     return server;
   }
 
-  function countHandshakes(body: unknown): void {
+  function countHandshakes(body: unknown, req: IncomingMessage): void {
     const messages = Array.isArray(body) ? body : [body];
+    if (req !== undefined) {
+      const tp = req.headers.traceparent;
+      for (const m of messages) {
+        const method = (m as { method?: unknown; id?: unknown } | null)?.method;
+        if (typeof method !== 'string' || (m as { id?: unknown }).id === undefined) continue;
+        stats.traceparentsByMethod.set(method, [
+          ...(stats.traceparentsByMethod.get(method) ?? []),
+          typeof tp === 'string' ? tp : '',
+        ]);
+      }
+    }
     stats.handshakes += messages.filter((m) => isInitializeRequest(m)).length;
     stats.discovers += messages.filter((m) => (m as { method?: unknown } | null)?.method === 'server/discover').length;
   }
@@ -212,7 +235,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       sendRpcError(res, 400, ErrorCode.ParseError, 'Parse error');
       return;
     }
-    countHandshakes(body);
+    countHandshakes(body, req);
     recordMeta(body);
     await modern?.handle(req, res, body);
   }
@@ -269,7 +292,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
         else sendRpcError(res, 404, -32001, 'Session not found');
         return;
       }
-      countHandshakes(body);
+      countHandshakes(body, req);
       if (req.method === 'GET') countStream(session.counts, res);
       await session.transport.handleRequest(req, res, body);
       return;
@@ -278,7 +301,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       sendRpcError(res, 400, ErrorCode.InvalidRequest, 'Bad Request: no valid session id');
       return;
     }
-    countHandshakes(body);
+    countHandshakes(body, req);
     const counts: SessionCounts = { lists: 0, calls: 0, streams: 0 };
     const server = createSessionServer(counts);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -316,7 +339,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       sendRpcError(res, 400, ErrorCode.ParseError, 'Parse error');
       return;
     }
-    countHandshakes(body);
+    countHandshakes(body, req);
     await session.transport.handlePostMessage(req, res, body);
   }
 

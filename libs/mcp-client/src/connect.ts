@@ -1,6 +1,5 @@
 import {
   Client,
-  SSEClientTransport,
   SdkHttpError,
   type ClientCapabilities,
   type PriorDiscovery,
@@ -26,6 +25,7 @@ import type { ConnectionCore } from './connection-core.js';
 import type { McpConnection, McpTransportKind } from './mcp-connection.js';
 import { ListedTools } from './listed-tools.js';
 import { StreamEndAwareTransport } from './stream-end-transport.js';
+import { HeaderedSseTransport } from './sse-transport.js';
 import { SessionStream } from './session-stream.js';
 
 export type { ElicitationHandler, SamplingHandler } from './elicitation.js';
@@ -298,7 +298,7 @@ async function connectWith(
   const fetchFn = trackedFetch(opts.fetch ?? globalThis.fetch, observations, sessionStream);
   const requestInit: RequestInit = { headers: { ...opts.headers } };
   const http = kind === 'http' ? new StreamEndAwareTransport(url, { requestInit, fetch: fetchFn }) : undefined;
-  const transport: Transport = http ?? new SSEClientTransport(url, { requestInit, fetch: fetchFn });
+  const transport: Transport = http ?? new HeaderedSseTransport(url, { requestInit, fetch: fetchFn });
   const client = new Client(opts.clientInfo ?? DEFAULT_CLIENT_INFO, {
     capabilities: capabilitiesOf(opts),
     versionNegotiation: { mode: kind === 'http' ? 'auto' : 'legacy' },

@@ -115,8 +115,10 @@ export class Connection implements McpConnection {
         modern && opts.onlyCapabilities !== undefined
           ? { [CLIENT_CAPABILITIES_META_KEY]: opts.onlyCapabilities }
           : undefined;
-      const trace = modern ? traceMeta(this.#ctx.traceCarrier, opts.trace) : undefined;
-      const meta = trace === undefined && declared === undefined ? undefined : { ...trace, ...declared };
+      const trace = traceMeta(this.#ctx.traceCarrier, opts.trace);
+      // A modern request carries the trace context in its `_meta`; a legacy one in its HTTP headers.
+      if (!modern && trace !== undefined) options.headers = trace;
+      const meta = modern && (trace !== undefined || declared !== undefined) ? { ...trace, ...declared } : undefined;
       const sent = meta === undefined ? params : { ...params, _meta: meta };
       if (modern && opts.allowInputRequired === true) options.allowInputRequired = true;
       try {
@@ -144,10 +146,7 @@ export class Connection implements McpConnection {
   async currentTools(opts: CurrentToolsOptions): Promise<CurrentTools> {
     this.#assertOpen();
     const list = (): Promise<ToolsWithHints> =>
-      this.#withReprobe(
-        async (core) => await this.#listOn(core, opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
-        undefined,
-      );
+      this.#withReprobe(async (core) => await this.#listOn(core, opts), undefined);
     return await this.#ctx.listed.current((listed) => this.#freshForMs(listed, opts.maxAgeMs), list, Date.now());
   }
 
@@ -188,7 +187,7 @@ export class Connection implements McpConnection {
     const sent = withInputResponses(params, opts, core.verdict.era);
     const target = this.#target(core);
     if (opts.logLevel !== undefined && core.verdict.era === 'legacy')
-      await this.#sessionLogLevel(core, opts.logLevel, opts.signal);
+      await this.#sessionLogLevel(core, opts.logLevel, opts.signal, opts.trace);
     if (target !== undefined) {
       try {
         const result = (await toolCall(target, sent, {
@@ -214,6 +213,9 @@ export class Connection implements McpConnection {
     // Through the SDK: a legacy session on the SSE transport.
     const options: RequestOptions = { timeout: timeoutMs };
     if (opts.signal) options.signal = opts.signal;
+    // The caller's trace context, in the POST's headers (./sse-transport.ts).
+    const trace = opts.trace === undefined ? undefined : traceMeta(undefined, opts.trace);
+    if (trace !== undefined) options.headers = trace;
     if (opts.onProgress || opts.resetTimeoutOnProgress) {
       options.onprogress = opts.onProgress ?? (() => {});
       options.resetTimeoutOnProgress = opts.resetTimeoutOnProgress ?? false;
@@ -233,19 +235,29 @@ export class Connection implements McpConnection {
    * Sets a legacy session's log level when the server declares logging and the level is another
    * than the one set last. A failure does not fail the call: it runs without the server's logs.
    */
-  async #sessionLogLevel(core: ConnectionCore, level: LoggingLevel, signal: AbortSignal | undefined): Promise<void> {
+  async #sessionLogLevel(
+    core: ConnectionCore,
+    level: LoggingLevel,
+    signal: AbortSignal | undefined,
+    trace: Record<string, string> | undefined,
+  ): Promise<void> {
     if (this.#sessionLevels.get(core) === level || core.client.getServerCapabilities()?.logging === undefined) return;
     this.#sessionLevels.set(core, level);
+    const headers = trace === undefined ? undefined : traceMeta(undefined, trace);
     try {
-      await core.client.setLoggingLevel(level, { timeout: 10_000, ...(signal !== undefined ? { signal } : {}) });
+      await core.client.setLoggingLevel(level, {
+        timeout: 10_000,
+        ...(signal !== undefined ? { signal } : {}),
+        ...(headers !== undefined ? { headers } : {}),
+      });
     } catch {
       this.#sessionLevels.delete(core);
     }
   }
 
   async #listOn(core: ConnectionCore, opts: ListToolsOptions): Promise<ToolsWithHints> {
-    const meta = core.verdict.era === 'modern' ? traceMeta(this.#ctx.traceCarrier) : undefined;
-    return this.#scrubbed(await listToolPages(core, opts, meta, this.#classifyContext(core)));
+    const trace = traceMeta(this.#ctx.traceCarrier, opts.trace);
+    return this.#scrubbed(await listToolPages(core, opts, trace, this.#classifyContext(core)));
   }
 
   async #listen(onToolsListChanged: () => void, opts: McpListenOptions = {}): Promise<{ close(): Promise<void> }> {

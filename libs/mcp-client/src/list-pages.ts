@@ -13,16 +13,20 @@ const DEFAULT_MAX_PAGES = 50;
 /**
  * Lists every page (up to `maxPages`; a cursor seen before ends the walk), the first listing of a
  * name winning; the first page's cache hints are kept. The result is not yet scrubbed of secrets.
+ * Each page carries `trace` (a W3C carrier): in its `_meta` (modern), in its HTTP headers (legacy).
  */
 export async function listToolPages(
   core: ConnectionCore,
   opts: ListToolsOptions,
-  meta: Record<string, unknown> | undefined,
+  trace: Record<string, string> | undefined,
   classify: ClassifyContext,
 ): Promise<ToolsWithHints> {
   const maxPages = opts.maxPages ?? DEFAULT_MAX_PAGES;
   const options: RequestOptions = { timeout: opts.timeoutMs ?? DEFAULT_LIST_TIMEOUT_MS };
   if (opts.signal) options.signal = opts.signal;
+  // The trace context: in a modern request's `_meta`, in a legacy one's HTTP headers.
+  const meta = core.verdict.era === 'modern' ? trace : undefined;
+  if (meta === undefined && trace !== undefined) options.headers = trace;
   const byName = new Map<string, Tool>();
   const seenCursors = new Set<string>();
   const out: ToolsWithHints = { tools: [] };

@@ -137,6 +137,12 @@ export interface ListToolsOptions {
   /** Per page. Default 60 s. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * The W3C trace carrier (`traceparent`, `tracestate`) of the caller's span, for a caller whose
+   * trace context does not follow awaits: each page's request carries it (modern: in its `_meta`;
+   * legacy: in its HTTP headers). Unset: the connection's `traceCarrier`, read when the listing starts.
+   */
+  trace?: Record<string, string>;
 }
 
 export interface CurrentToolsOptions {
@@ -147,6 +153,8 @@ export interface CurrentToolsOptions {
   maxAgeMs: number;
   /** Per page of a new listing. Default 60 s. */
   timeoutMs?: number;
+  /** The caller's trace carrier, for a new listing's requests (see {@link ListToolsOptions.trace}). */
+  trace?: Record<string, string>;
 }
 
 export interface McpListenOptions {
@@ -175,8 +183,8 @@ export interface RelayOptions {
   onlyCapabilities?: ClientCapabilities;
   /**
    * The W3C trace carrier (`traceparent`, `tracestate`) of the caller's span, for a caller whose
-   * trace context does not follow awaits: a modern request carries it in its `_meta`, a call's
-   * POST also in its headers. Unset: the connection's `traceCarrier`, read when the request is made.
+   * trace context does not follow awaits: a modern request carries it in its `_meta`, a legacy
+   * one in its HTTP headers. Unset: the connection's `traceCarrier`, read when the request is made.
    */
   trace?: Record<string, string>;
 }

@@ -21,7 +21,7 @@ import {
   type TaskView,
 } from '@mcpx/contracts';
 import type { ProxyResult } from '@mcpx/domain';
-import { traceHeaders } from '@mcpx/telemetry';
+import { traceHeaders, type Context } from '@mcpx/telemetry';
 
 /**
  * Each request waits this long, and is sent again twice: every operation is idempotent, and a
@@ -77,10 +77,21 @@ class Wake {
  * polling), cancel it and take its result. Any proxy instance answers (`mcp.proxy.tasks`).
  */
 export class TaskClient {
+  /**
+   * `trace`: the trace context every request carries (the proxy's task span is its child); unset,
+   * the active one. A caller whose context does not follow awaits passes its span's with
+   * {@link withTrace}.
+   */
   constructor(
     private readonly nc: NatsConnection,
     private readonly subjects: Subjects,
+    private readonly trace?: Context,
   ) {}
+
+  /** The same client, each of its requests carrying `ctx`'s trace context (one request's span, passed by hand). */
+  withTrace(ctx: Context): TaskClient {
+    return new TaskClient(this.nc, this.subjects, ctx);
+  }
 
   /** The task as it stands. `not_found` for a task of another account or none. */
   async getTask(account: string, task: string): Promise<TaskView> {
@@ -229,7 +240,7 @@ export class TaskClient {
   }
 
   private async ask(req: TaskRequest): Promise<unknown> {
-    const headers = traceHeaders();
+    const headers = traceHeaders(this.trace);
     const payload = encodeTaskRequest(req);
     let data: Uint8Array | undefined;
     for (let attempt = 1; data === undefined; attempt++) {

@@ -1,7 +1,7 @@
 export { tracingFetch, tracingRequest } from './tracing-fetch.js';
 export type { HeaderRecordRequest } from './tracing-fetch.js';
 export { traceCarrier } from './trace-carrier.js';
-export { responseCutRecorder } from './response-cuts.js';
+export { addResponseCutEvent, responseCutRecorder } from './response-cuts.js';
 export { McpAttributes, consumerBacklogGauge, endWithOutcome } from './semconv.js';
 export type { ConsumerBacklog } from './semconv.js';
 export type { ResponseCut } from './response-cuts.js';

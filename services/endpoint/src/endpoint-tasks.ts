@@ -1,4 +1,4 @@
-import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Counter, type Tracer } from '@opentelemetry/api';
 import {
   ENDPOINT_RUN_PREFIX,
   ErrorCodes,
@@ -27,7 +27,6 @@ import {
   TASKS_EXTENSION_ID,
   askingClient,
   legacyWireTask,
-  type ClientRound,
   createTaskResult,
   declaresTasksExtension,
   META_TASK_ID,
@@ -90,21 +89,26 @@ export class EndpointTasks {
       return 'modern';
     };
     server.setRequestHandler('tasks/get', taskIdParams, (params) =>
-      this.traced('tasks/get', grant, () => this.get(grant, params.taskId, era())),
+      this.traced('tasks/get', grant, (tasks) => this.get(tasks, grant, params.taskId, era())),
     );
     server.setRequestHandler('tasks/result', taskIdParams, (params, ctx) =>
-      this.traced('tasks/result', grant, () => this.result(grant, params.taskId, ctx.mcpReq.signal)),
+      this.traced('tasks/result', grant, (tasks) => this.result(tasks, grant, params.taskId, ctx.mcpReq.signal)),
     );
-    server.setRequestHandler('tasks/list', listParams, () => this.traced('tasks/list', grant, () => this.list(grant)));
+    server.setRequestHandler('tasks/list', listParams, () =>
+      this.traced('tasks/list', grant, (tasks) => this.list(tasks, grant)),
+    );
     server.setRequestHandler('tasks/cancel', taskIdParams, (params) =>
-      this.traced('tasks/cancel', grant, () => this.cancel(grant, params.taskId, era())),
+      this.traced('tasks/cancel', grant, (tasks) => this.cancel(tasks, grant, params.taskId, era())),
     );
     // The SDK lifts a request's `inputResponses` out of its params (SEP-2322) onto the request context.
     server.setRequestHandler('tasks/update', updateParams, (params, ctx) =>
       this.traced(
         'tasks/update',
         grant,
-        () => (era(), this.update(grant, params.taskId, params.inputResponses ?? inputResponsesOf(ctx.mcpReq))),
+        (tasks) => (
+          era(),
+          this.update(tasks, grant, params.taskId, params.inputResponses ?? inputResponsesOf(ctx.mcpReq))
+        ),
       ),
     );
   }
@@ -140,7 +144,7 @@ export class EndpointTasks {
   async resume(grant: TokenGrant, tool: string, id: string, signal: AbortSignal): Promise<CallToolResult> {
     let view: TaskView;
     try {
-      view = await this.own(grant, id);
+      view = await this.own(this.deps.tasks, grant, id);
     } catch (err) {
       if (err instanceof ProtocolError)
         return errorResult(
@@ -165,18 +169,22 @@ export class EndpointTasks {
         state: ended.state,
         ...(ended.statusMessage !== undefined ? { statusMessage: ended.statusMessage } : {}),
       });
-    return await this.outcome(grant, ended);
+    return await this.outcome(this.deps.tasks, grant, ended);
   }
 
-  /** One task request: its span, its count, a fault of the connector's as an internal error (a refusal as the client's). */
-  private async traced<T>(method: string, grant: TokenGrant, run: () => Promise<T>): Promise<T> {
+  /**
+   * One task request: its span, its count, a fault of the connector's as an internal error (a
+   * refusal as the client's). `run` asks the proxy with a client whose requests carry the span's
+   * context (passed by hand: docs/operations.md#trace-context), so the proxy's task span is its child.
+   */
+  private async traced<T>(method: string, grant: TokenGrant, run: (tasks: TaskClient) => Promise<T>): Promise<T> {
     const span = this.deps.tracer.startSpan(`endpoint.${method}`, {
       kind: SpanKind.SERVER,
       attributes: { 'mcpx.account': grant.account, 'mcpx.agent': grant.agent },
     });
     let outcome = 'ok';
     try {
-      return await run();
+      return await run(this.clientUnder(span));
     } catch (err) {
       const e = err instanceof ProtocolError ? err : protocolErrorOf(err);
       outcome =
@@ -194,12 +202,20 @@ export class EndpointTasks {
     }
   }
 
+  /**
+   * The task client whose requests carry `span`'s context, passed by hand (the endpoint's context
+   * does not follow awaits: docs/operations.md#trace-context): the proxy's task span is its child.
+   */
+  clientUnder(span: ReturnType<Tracer['startSpan']>): TaskClient {
+    return this.deps.tasks.withTrace(trace.setSpan(ROOT_CONTEXT, span));
+  }
+
   /** The task, when the request's token made it; "Task not found" otherwise (another token's, another account's, none). */
-  private async own(grant: TokenGrant, id: string): Promise<TaskView> {
+  private async own(tasks: TaskClient, grant: TokenGrant, id: string): Promise<TaskView> {
     if (!TASK_ID_RE.test(id)) throw notFound();
     let view: TaskView;
     try {
-      view = await this.deps.tasks.getTask(grant.account, id);
+      view = await tasks.getTask(grant.account, id);
     } catch (err) {
       if (err instanceof WireError && err.code === ErrorCodes.notFound) throw notFound();
       throw err;
@@ -210,11 +226,16 @@ export class EndpointTasks {
 
   /**
    * The task of `id` when the token made it (on a per-server face, of that server), else
-   * undefined: what a listen's `taskIds` may name (task-listen.ts).
+   * undefined: what a listen's `taskIds` may name (task-listen.ts). `tasks`: what asks the proxy.
    */
-  async owned(grant: TokenGrant, id: string, face: string | undefined): Promise<TaskView | undefined> {
+  async owned(
+    grant: TokenGrant,
+    id: string,
+    face: string | undefined,
+    tasks: TaskClient = this.deps.tasks,
+  ): Promise<TaskView | undefined> {
     try {
-      const view = await this.own(grant, id);
+      const view = await this.own(tasks, grant, id);
       return face === undefined || view.server === face ? view : undefined;
     } catch (err) {
       if (err instanceof ProtocolError) return undefined;
@@ -222,27 +243,31 @@ export class EndpointTasks {
     }
   }
 
-  private async get(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
-    const view = await this.own(grant, id);
-    if (era === 'modern') return await this.detailed(grant, view);
+  private async get(tasks: TaskClient, grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
+    const view = await this.own(tasks, grant, id);
+    if (era === 'modern') return await this.detailed(grant, view, tasks);
     // A 2025 client asked its task's questions (its call declared it answers them) takes them with tasks/result.
-    return legacyWireTask(view, await this.asking(grant, view));
+    return legacyWireTask(view, await askingClient(tasks, grant.account, view));
   }
 
   /**
    * A task as a 2026-07-28 `tasks/get` shows it (SEP-2663's DetailedTask): its questions of this
    * client when it asks any, the result or the error inline once it ended. Also the params of a
-   * `notifications/tasks` on a listen (task-listen.ts).
+   * `notifications/tasks` on a listen (task-listen.ts). `tasks`: what asks the proxy.
    */
-  async detailed(grant: TokenGrant, view: TaskView): Promise<Record<string, unknown>> {
+  async detailed(
+    grant: TokenGrant,
+    view: TaskView,
+    tasks: TaskClient = this.deps.tasks,
+  ): Promise<Record<string, unknown>> {
     const task = wireTask(view, 'modern');
     // A 2026-07-28 client that asked for the task is asked its questions here (a 2025 one's go to the owner).
-    const asking = await this.asking(grant, view);
+    const asking = await askingClient(tasks, grant.account, view);
     if (asking !== undefined)
       return { ...task, status: 'input_required', statusMessage: ASKING_CLIENT, inputRequests: asking.inputRequests };
     if (!isFinalTaskState(view.state) || view.state === 'cancelled') return task;
     // 2026-07-28: a completed task carries its result, a failed one its error, inline.
-    if (view.state === 'completed') return { ...task, result: await this.outcome(grant, view) };
+    if (view.state === 'completed') return { ...task, result: await this.outcome(tasks, grant, view) };
     return {
       ...task,
       error: {
@@ -258,20 +283,21 @@ export class EndpointTasks {
    * questions of this client asked with `answer` meanwhile, each round's answers handed to the task.
    */
   legacyResult(grant: TokenGrant, id: string, signal: AbortSignal, answer: TaskAnswerer): Promise<CallToolResult> {
-    return this.traced('tasks/result', grant, () => this.result(grant, id, signal, answer));
+    return this.traced('tasks/result', grant, (tasks) => this.result(tasks, grant, id, signal, answer));
   }
 
   /** 2025-11-25 `tasks/result`: waits for the task to end (bounded), then its result as the call would have answered. */
   private async result(
+    tasks: TaskClient,
     grant: TokenGrant,
     id: string,
     signal: AbortSignal,
     answer?: TaskAnswerer,
   ): Promise<CallToolResult> {
-    const view = await this.own(grant, id);
+    const view = await this.own(tasks, grant, id);
     const ended = isFinalTaskState(view.state)
       ? view
-      : await this.deps.tasks.waitTask(grant.account, id, {
+      : await tasks.waitTask(grant.account, id, {
           timeoutMs: RESULT_WAIT_MS,
           signal,
           ...(answer !== undefined ? { answer } : {}),
@@ -282,7 +308,7 @@ export class EndpointTasks {
         `task ${id} is still ${ended.state}: ask again, or poll tasks/get`,
         { code: ErrorCodes.timeout, taskId: id },
       );
-    const result = await this.outcome(grant, ended);
+    const result = await this.outcome(tasks, grant, ended);
     return { ...result, _meta: { ...(result._meta ?? {}), [RELATED_TASK_META_KEY]: { taskId: id } } };
   }
 
@@ -291,9 +317,9 @@ export class EndpointTasks {
    * (`isError`, as every failed call is). The task's stored error names the task in its details,
    * which tells it from a fault on the way (the proxy not answering), thrown as the connector's.
    */
-  private async outcome(grant: TokenGrant, view: TaskView): Promise<CallToolResult> {
+  private async outcome(tasks: TaskClient, grant: TokenGrant, view: TaskView): Promise<CallToolResult> {
     try {
-      return callToolResult(await this.deps.tasks.taskResult(grant.account, view.id));
+      return callToolResult(await tasks.taskResult(grant.account, view.id));
     } catch (err) {
       if (!(err instanceof WireError)) throw err;
       if (err.details.task === view.id) return errorResult(err);
@@ -302,26 +328,26 @@ export class EndpointTasks {
   }
 
   /** 2025-11-25 `tasks/list`: the token's tasks among its agent's latest, newest first, in one page. */
-  private async list(grant: TokenGrant): Promise<{ tasks: Array<Record<string, unknown>> }> {
-    const all = await this.deps.tasks.listTasks(grant.account, { agent: grant.agent, limit: TASK_LIST_MAX });
+  private async list(tasks: TaskClient, grant: TokenGrant): Promise<{ tasks: Array<Record<string, unknown>> }> {
+    const all = await tasks.listTasks(grant.account, { agent: grant.agent, limit: TASK_LIST_MAX });
     const run = `${ENDPOINT_RUN_PREFIX}${grant.id}`;
     return { tasks: all.filter((t) => t.run === run).map((t) => wireTask(t, 'legacy')) };
   }
 
-  private async cancel(grant: TokenGrant, id: string, era: TaskEra): Promise<Record<string, unknown>> {
-    const view = await this.own(grant, id);
+  private async cancel(
+    tasks: TaskClient,
+    grant: TokenGrant,
+    id: string,
+    era: TaskEra,
+  ): Promise<Record<string, unknown>> {
+    const view = await this.own(tasks, grant, id);
     // 2026-07-28 acknowledges the cancel of an ended task as it does any (idempotent); 2025 refuses it.
     if (isFinalTaskState(view.state)) {
       if (era === 'modern') return {};
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Cannot cancel task: already ${view.state}`);
     }
-    const ended = await this.deps.tasks.cancelTask(grant.account, id);
+    const ended = await tasks.cancelTask(grant.account, id);
     return era === 'modern' ? {} : wireTask(ended, 'legacy');
-  }
-
-  /** The round a task asks this client, unanswered questions only ({@link askingClient}). */
-  private async asking(grant: TokenGrant, view: TaskView): Promise<ClientRound | undefined> {
-    return await askingClient(this.deps.tasks, grant.account, view);
   }
 
   /**
@@ -331,19 +357,21 @@ export class EndpointTasks {
    * SEP-2663 says; an answer that does not fit its question is `-32602` naming it.
    */
   private async update(
+    tasks: TaskClient,
     grant: TokenGrant,
     id: string,
     inputResponses: Record<string, unknown> | undefined,
   ): Promise<Record<string, unknown>> {
-    const view = await this.own(grant, id);
-    const asking = await this.asking(grant, view);
+    const view = await this.own(tasks, grant, id);
+    // The round a task asks this client, unanswered questions only.
+    const asking = await askingClient(tasks, grant.account, view);
     // Answers to questions not asked of this client (now) are ignored, as SEP-2663 says.
     const answers = Object.fromEntries(
       Object.entries(inputResponses ?? {}).filter(([key]) => asking !== undefined && key in asking.inputRequests),
     );
     if (asking === undefined || Object.keys(answers).length === 0) return {};
     try {
-      await this.deps.tasks.answerTask(grant.account, id, asking.inputRequestId, answers);
+      await tasks.answerTask(grant.account, id, asking.inputRequestId, answers);
     } catch (err) {
       if (err instanceof WireError && (err.code === ErrorCodes.invalidInput || err.code === ErrorCodes.inputRefused))
         throw new ProtocolError(ProtocolErrorCode.InvalidParams, err.message, {

@@ -1,4 +1,5 @@
-import { SpanKind, SpanStatusCode, type Counter, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, type Counter, type Span, type Tracer } from '@opentelemetry/api';
+import type { TaskClient } from '@mcpx/proxy-client';
 import {
   SERVER_INFO_META_KEY,
   SUBSCRIPTION_ID_META_KEY,
@@ -142,7 +143,7 @@ export class TaskListens {
         return refusal(options?.parsedBody, ask.invalid);
       }
       if (!ask.declared) outcome = 'undeclared';
-      const accepted = ask.declared ? await this.accept(grant, face, ask.taskIds) : [];
+      const accepted = ask.declared ? await this.accept(grant, face, ask.taskIds, span) : [];
       span.setAttributes({ 'mcpx.tasks.asked': ask.taskIds.length, 'mcpx.tasks.accepted': accepted.length });
       const res = ask.restAsks ? await handler.fetch(request, { ...options, parsedBody: ask.rest }) : undefined;
       // The SDK refused the rest (a bound, a malformed filter): its answer as it is.
@@ -160,8 +161,9 @@ export class TaskListens {
   }
 
   /** The ids among `ids` of the token's own tasks (on a per-server face, of that server), in the order asked. */
-  private async accept(grant: TokenGrant, face: string | undefined, ids: string[]): Promise<string[]> {
-    const owned = await Promise.all(ids.map((id) => this.deps.tasks.owned(grant, id, face)));
+  private async accept(grant: TokenGrant, face: string | undefined, ids: string[], span: Span): Promise<string[]> {
+    const client = this.deps.tasks.clientUnder(span);
+    const owned = await Promise.all(ids.map((id) => this.deps.tasks.owned(grant, id, face, client)));
     return ids.filter((_id, i) => owned[i] !== undefined);
   }
 
@@ -179,11 +181,11 @@ export class TaskListens {
   ): Response {
     const { relay, tasks, info } = this.deps;
     // Each notification is the task as `tasks/get` shows it then (its row read again, still the token's).
-    const render = async (task: string): Promise<StreamMessage | undefined> => {
-      const view = await tasks.owned(grant, task, undefined);
+    const render = async (task: string, client: TaskClient): Promise<StreamMessage | undefined> => {
+      const view = await tasks.owned(grant, task, undefined, client);
       return view === undefined
         ? undefined
-        : { method: 'notifications/tasks', params: await tasks.detailed(grant, view) };
+        : { method: 'notifications/tasks', params: await tasks.detailed(grant, view, client) };
     };
     const enc = new TextEncoder();
     const stamp = (m: StreamMessage): Json => ({

@@ -1,5 +1,13 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import { SpanKind, SpanStatusCode, type Counter, type Meter, type Tracer } from '@opentelemetry/api';
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Counter,
+  type Meter,
+  type Tracer,
+} from '@opentelemetry/api';
 import { ENDPOINT_RUN_PREFIX, decodeTaskEvent, type Subjects } from '@mcpx/contracts';
 import { TaskClient } from '@mcpx/proxy-client';
 import type { TokenGrant } from './agent-tokens.js';
@@ -63,8 +71,8 @@ export class TaskStatusRelay {
     return this.relay(grant, {
       dialect: 'legacy',
       hears: (task) => !foreign.has(task),
-      render: async (task) => {
-        const view = await this.tasks.getTask(grant.account, task);
+      render: async (task, tasks) => {
+        const view = await tasks.getTask(grant.account, task);
         const mine =
           view.run === `${ENDPOINT_RUN_PREFIX}${grant.id}` &&
           view.agent === grant.agent &&
@@ -73,7 +81,7 @@ export class TaskStatusRelay {
         if (mine)
           return {
             method: 'notifications/tasks/status',
-            params: legacyWireTask(view, await askingClient(this.tasks, grant.account, view)),
+            params: legacyWireTask(view, await askingClient(tasks, grant.account, view)),
           };
         if (foreign.size >= REMEMBERED_MAX) foreign.clear();
         foreign.add(task);
@@ -91,7 +99,7 @@ export class TaskStatusRelay {
   listen(
     grant: TokenGrant,
     taskIds: readonly string[],
-    render: (task: string) => Promise<StreamMessage | undefined>,
+    render: RelayTarget['render'],
     send: (m: StreamMessage) => void,
   ): () => void {
     const ids = new Set(taskIds);
@@ -160,7 +168,8 @@ export class TaskStatusRelay {
     try {
       let note: StreamMessage | undefined;
       try {
-        note = await target.render(task);
+        // The row is read with the span's context, passed by hand: the proxy's task span is its child.
+        note = await target.render(task, this.tasks.withTrace(trace.setSpan(ROOT_CONTEXT, span)));
       } catch {
         outcome = 'error';
         span.setStatus({ code: SpanStatusCode.ERROR, message: 'task not readable' });
@@ -201,6 +210,7 @@ interface RelayTarget {
   /** `legacy`: 2025 `notifications/tasks/status` on a GET stream; `modern`: 2026-07-28 `notifications/tasks` on a listen. */
   dialect: 'legacy' | 'modern';
   hears: (task: string) => boolean;
-  render: (task: string) => Promise<StreamMessage | undefined>;
+  /** `tasks`: the task client to read the task with (its requests carry the notification's span). */
+  render: (task: string, tasks: TaskClient) => Promise<StreamMessage | undefined>;
   send: (m: StreamMessage) => void;
 }

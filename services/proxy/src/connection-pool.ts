@@ -29,8 +29,10 @@ export interface PoolHooks {
   /**
    * Called once per connection opened, with it (quiet discovery lists its tools). `report` is set
    * when the connection probed for its era verdict: send it to the registry, which stores it.
+   * `ctx`: the trace context the connection opened under (its acquire span), for the requests
+   * the opening makes.
    */
-  onOpen(account: string, server: string, conn: McpConnection, report?: VerdictReport): void;
+  onOpen(account: string, server: string, conn: McpConnection, report?: VerdictReport, ctx?: Context): void;
   /** Called when a server says its tool list changed. */
   onToolsChanged(account: string, server: string, conn: McpConnection): void;
   /**

@@ -141,7 +141,7 @@ export class PoolConnector {
       throw err;
     }
     opened.conn = conn;
-    this.opened(account, server, authContext, conn, prior !== undefined, probeKey, acquire?.span);
+    this.opened(account, server, authContext, conn, prior !== undefined, probeKey, acquire);
     settle?.();
     return conn;
   }
@@ -191,8 +191,9 @@ export class PoolConnector {
     conn: McpConnection,
     hadPrior: boolean,
     key: string,
-    span: Span | undefined,
+    acquire: ConnectUnder | undefined,
   ): void {
+    const span = acquire?.span;
     this.counted.add(conn);
     if (conn.era === 'modern' && !this.shared.has(key)) {
       this.shared.set(key, { conn, authContext, refs: 1 });
@@ -209,11 +210,13 @@ export class PoolConnector {
       'mcp.protocol.version': conn.protocolVersion,
       'mcpx.verdict': outcome,
     });
+    // The opening's own requests (quiet discovery's listing) carry the acquire span's context.
+    const ctx = acquire?.ctx;
     if (outcome === 'reused') {
-      this.hooks.onOpen(account, server, conn);
+      this.hooks.onOpen(account, server, conn, undefined, ctx);
     } else {
       this.verdicts.learned(account, server, authContext, conn.verdict);
-      this.hooks.onOpen(account, server, conn, { verdict: conn.verdict, authContext });
+      this.hooks.onOpen(account, server, conn, { verdict: conn.verdict, authContext }, ctx);
     }
   }
 

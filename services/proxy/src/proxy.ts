@@ -210,7 +210,15 @@ async function serveNats(f: Floor, p: CallPath, stats: () => ProxyStats) {
   // The endpoint's upstream subscriptions (resource updates, list changes): ./upstream-watches.ts.
   const watches = upstreamWatches({ bus, instance, catalog, telemetry, log, outboundFetch, reads });
   watches.start();
-  const taskService = startTaskService({ nc: bus.nc, subjects: bus.subjects, store: p.taskStore, broker, log, inputs });
+  const taskService = startTaskService({
+    nc: bus.nc,
+    subjects: bus.subjects,
+    store: p.taskStore,
+    broker,
+    log,
+    inputs,
+    tracer: telemetry.tracer,
+  });
   broker.start();
   const subs = listenNotices(bus, handler, pool, instance);
   return {

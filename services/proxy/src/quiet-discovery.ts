@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { ToolsObserved } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import type { McpConnection } from '@mcpx/mcp-client';
+import { traceCarrier, type Context } from '@mcpx/telemetry';
 import type { VerdictReport } from './connection-pool.js';
 
 /** How long the same list of one server is not sent again (unless it carries a verdict). */
@@ -23,10 +24,13 @@ export class QuietDiscovery {
     private readonly log: Logger,
   ) {}
 
-  /** Lists `conn`'s tools and reports them, unless the same list went out a moment ago. */
-  observe(account: string, server: string, conn: McpConnection, report?: VerdictReport): void {
+  /**
+   * Lists `conn`'s tools and reports them, unless the same list went out a moment ago. The listing
+   * carries `ctx`'s trace context when given (passed by hand: docs/operations.md#trace-context).
+   */
+  observe(account: string, server: string, conn: McpConnection, report?: VerdictReport, ctx?: Context): void {
     conn
-      .listTools()
+      .listTools(ctx === undefined ? {} : { trace: traceCarrier(ctx) })
       .then((tools) => {
         const key = `${account}:${server}`;
         const hash = createHash('sha256').update(JSON.stringify(tools)).digest('hex');

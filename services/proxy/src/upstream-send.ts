@@ -21,7 +21,7 @@ import type { OAuthTokens } from './oauth-tokens.js';
 import type { CallProgressSink } from './progress-relay.js';
 import type { StrictPins } from './strict-pins.js';
 import { taskRun } from './tasks/task-calls.js';
-import { sentCall, toWire } from './wire-errors.js';
+import { markResponseCut, sentCall, toWire } from './wire-errors.js';
 
 /** The proxy's parts a call's upstream request uses (of `CallHandlerDeps`). */
 export interface UpstreamDeps {
@@ -203,6 +203,7 @@ export class UpstreamSend {
       endWithOutcome(span, undefined, isInputRequired(result) ? 'input_required' : 'ok');
       return result;
     } catch (err) {
+      markResponseCut(span, err);
       endWithOutcome(span, toWire(err).code);
       throw err;
     }

@@ -1,7 +1,8 @@
 import { ERROR_TRAITS, ErrorCodes, WireError, type ErrorCode } from '@mcpx/contracts';
 import { isRedisUnavailable, REDIS_RETRY_AFTER_MS } from '@mcpx/shared-state';
 import { McpClientError, McpClientRan, type McpClientErrorCode } from '@mcpx/mcp-client';
-import { OutboundRefusedError } from '@mcpx/outbound';
+import { OutboundErrorCode, OutboundRefusedError, findOutboundError } from '@mcpx/outbound';
+import { addResponseCutEvent, type Span } from '@mcpx/telemetry';
 
 /**
  * Errors thrown once the call was handed to the remote server's connection (the `tools/call`
@@ -104,4 +105,15 @@ export function beforeSend(err: unknown): unknown {
     dependency: 'redis',
     retryAfterMs: REDIS_RETRY_AFTER_MS,
   });
+}
+
+/**
+ * Adds `outbound.response_cut` to a request's span when `err`, what the request failed with, is
+ * (or was caused by) the outbound bounds cutting its answer. The proxy's trace context does not
+ * follow awaits, so the span is the one the request holds, not the one active where the cut is
+ * heard (docs/operations.md#trace-context).
+ */
+export function markResponseCut(span: Span, err: unknown): void {
+  const cut = findOutboundError(err);
+  if (cut?.code === OutboundErrorCode.responseTooLarge) addResponseCutEvent(span, cut);
 }

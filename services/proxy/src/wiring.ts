@@ -81,7 +81,7 @@ export function connectionPool(
     },
     {
       // A verdict the opening had to probe for goes with its list: the registry stores it for every instance.
-      onOpen: (a, s, c, r) => quiet.observe(a, s, c, r),
+      onOpen: (a, s, c, r, ctx) => quiet.observe(a, s, c, r, ctx),
       onToolsChanged: (a, s, c) => quiet.renew(a, s, c),
       onVerdict: (a, s, c, r) => quiet.renew(a, s, c, r),
       ...(d.config.proxy.legacyElicitation === false

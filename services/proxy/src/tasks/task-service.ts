@@ -1,4 +1,5 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
+import { SpanKind, type Tracer } from '@opentelemetry/api';
 import {
   ErrorCodes,
   QueueGroups,
@@ -15,6 +16,7 @@ import {
 import { isPostgresUnavailable } from '@mcpx/db';
 import type { InputGate } from '../input-requests.js';
 import type { Logger } from '@mcpx/log';
+import { endWithOutcome, extractTraceContext } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
 import { readOutcome, type TaskBroker } from './task-broker.js';
 import { taskView, type TaskRow, type TaskStore } from './task-store.js';
@@ -26,7 +28,8 @@ const LIST_DEFAULT = 50;
  * named in the request (a task of another account is `not_found`, as one that never was). `get`
  * and `list` show tasks, never results; `result` answers a finished task's stored reply (the
  * result, or the typed error it ended with) and an open one's `conflict`; `cancel` asks the
- * server and ends the task `cancelled`.
+ * server and ends the task `cancelled`. A span per request (`proxy.tasks/<op>`), the child of
+ * the trace context the request carries (the endpoint's `endpoint.tasks/<verb>`).
  */
 export function startTaskService(d: {
   nc: NatsConnection;
@@ -34,6 +37,7 @@ export function startTaskService(d: {
   store: TaskStore;
   broker: TaskBroker;
   log: Logger;
+  tracer: Tracer;
   /** The input-request path a task's questions took: `questions` and `answer` read and answer its round. */
   inputs?: InputGate;
 }): Subscription {
@@ -55,9 +59,24 @@ export function startTaskService(d: {
         reply(msg, { ok: false, error: toWire(e).toJSON() });
         return;
       }
+      const span = d.tracer.startSpan(
+        `proxy.tasks/${req.op}`,
+        {
+          kind: SpanKind.SERVER,
+          attributes: { 'mcp.account': req.account, ...(req.op !== 'list' ? { 'mcpx.task': req.task } : {}) },
+        },
+        extractTraceContext(msg.headers),
+      );
       answerOnce(d, req).then(
-        (value) => reply(msg, { ok: true, value }),
-        (e: unknown) => reply(msg, { ok: false, error: toWire(e).toJSON() }),
+        (value) => {
+          endWithOutcome(span);
+          reply(msg, { ok: true, value });
+        },
+        (e: unknown) => {
+          const wire = toWire(e);
+          endWithOutcome(span, wire.code);
+          reply(msg, { ok: false, error: wire.toJSON() });
+        },
       );
     },
   });

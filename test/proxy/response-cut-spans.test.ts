@@ -1,0 +1,100 @@
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
+import { makeSubjects } from '@mcpx/contracts';
+import { ProxyClient } from '@mcpx/proxy-client';
+import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+import { hostileContentTools } from '../servers/content-tools.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { ApiClient } from '../support/api-client.js';
+import { serviceUrls } from '../support/env.js';
+import { InProcessSystem, eventually } from '../support/system.js';
+import { tracedCall } from '../support/fixtures/traced-call.js';
+
+/** The default bound on one answer's body and on one event of an event stream: 8 MiB. */
+const BOUND_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A call whose answer the outbound bounds cut (a 9 MiB blob, 12 MiB as base64, over the 8 MiB
+ * bound of one body or one event) fails naming the bound, and its upstream span (`mcp tools/call`)
+ * carries one `outbound.response_cut` event naming the bound and its limit: with the proxy's own
+ * trace context (`explicit`: the cut is heard where no span is active) and the one of a process
+ * shared with others. A modern and a legacy server.
+ */
+describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
+  'a cut answer is an event on the call span (%s trace context)',
+  (kind) => {
+    const exporter = new InMemorySpanExporter();
+    let telemetry: Telemetry;
+    let system: InProcessSystem;
+    let nc: NatsConnection;
+    let proxy: ProxyClient;
+    let api: ApiClient;
+    let agent: string;
+    const upstreams: TestMcpServer[] = [];
+
+    beforeAll(async () => {
+      installTraceContext(kind);
+      telemetry = await setupTelemetry({ serviceName: 'mcpx-response-cut-test', spanExporter: exporter });
+      system = await InProcessSystem.start({ telemetry, logSink: () => {} });
+      nc = await connect({ servers: serviceUrls().nats });
+      proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
+      api = new ApiClient(system.apiUrl);
+      for (const era of ['modern', 'legacy'] as const) {
+        const upstream = await startTestMcpServer({ era, tools: hostileContentTools() });
+        upstreams.push(upstream);
+        await api.act('SetMcpServer', { name: era, config: { url: upstream.url } });
+      }
+      ({
+        agent: { id: agent },
+      } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+        name: 'cut',
+        definition: { mcpServers: ['modern', 'legacy'] },
+      }));
+      await eventually(
+        async () =>
+          (await api.act<{ tools: Array<{ name: string }> }>('ListAgentTools', { agent })).tools.some(
+            (t) => t.name === 'legacy__blob',
+          ) &&
+          (await api.act<{ tools: Array<{ name: string }> }>('ListAgentTools', { agent })).tools.some(
+            (t) => t.name === 'modern__blob',
+          )
+            ? true
+            : undefined,
+        15_000,
+        'tools projected',
+      );
+    }, 120_000);
+
+    afterAll(async () => {
+      await nc?.drain();
+      await system?.stop();
+      await Promise.all(upstreams.map((u) => u.close()));
+      await telemetry?.shutdown();
+      installTraceContext('async');
+    });
+
+    it.each(['modern', 'legacy'])('a %s server', async (era) => {
+      const { spans, error } = await tracedCall(telemetry, exporter, proxy, {
+        account: api.principal,
+        agent,
+        run: `cut-${era}-${kind}`,
+        tool: `${era}__blob`,
+        arguments: { mib: 9 },
+      });
+      expect(error?.message).toMatch(/too large: .*\(bound max(BodyBytes|SseEventBytes) = 8388608/);
+      const upstreamCall = spans.filter((s) => s.name === 'mcp tools/call');
+      expect(upstreamCall).toHaveLength(1);
+      const cuts = spans.flatMap((s) => s.events.filter((e) => e.name === 'outbound.response_cut'));
+      expect(cuts).toHaveLength(1);
+      expect(upstreamCall[0]!.events.filter((e) => e.name === 'outbound.response_cut')).toEqual([
+        expect.objectContaining({
+          attributes: {
+            'mcpx.bound': expect.stringMatching(/^max(BodyBytes|SseEventBytes)$/),
+            'mcpx.bound.limit': BOUND_BYTES,
+          },
+        }),
+      ]);
+    });
+  },
+);
