@@ -5,7 +5,7 @@
 // rest (tsx's loader thread, its transforms and their source maps) and a second or two of CPU at
 // every start (BENCHMARKS.md, "The services' form").
 import { readFileSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
 
@@ -22,21 +22,27 @@ export const SERVICE_ENTRIES: Readonly<Record<string, string>> = {
 };
 
 /**
- * A module that locates files beside itself (the console's static pages) keeps its own location
- * inside a bundle: its `import.meta.url` is written as the source file's URL.
+ * A module of the workspace that locates files beside itself (the console's static pages, a test
+ * support's root) keeps its own location inside a bundle: its `import.meta.url` is written as the
+ * source file's URL. The entry keeps the bundle's own (a script that runs itself compares it with
+ * `process.argv[1]`); dependencies under node_modules are left as they are.
  */
-const ownLocation: Plugin = {
-  name: 'own-location',
-  setup(b) {
-    b.onLoad({ filter: /console[\\/]src[\\/]index\.ts$/ }, (args) => ({
-      contents: readFileSync(args.path, 'utf8').replaceAll(
-        'import.meta.url',
-        JSON.stringify(pathToFileURL(args.path).href),
-      ),
-      loader: 'ts',
-    }));
-  },
-};
+function ownLocation(entry: string): Plugin {
+  return {
+    name: 'own-location',
+    setup(b) {
+      b.onLoad({ filter: /\.ts$/ }, (args) => {
+        if (args.path === entry || args.path.includes(`${sep}node_modules${sep}`)) return undefined;
+        const source = readFileSync(args.path, 'utf8');
+        if (!source.includes('import.meta.url')) return undefined;
+        return {
+          contents: source.replaceAll('import.meta.url', JSON.stringify(pathToFileURL(args.path).href)),
+          loader: 'ts',
+        };
+      });
+    },
+  };
+}
 
 /**
  * Bundles each entry (a path from `root`) into `outDir/<name>.mjs`. `root`: the checkout whose
@@ -61,7 +67,7 @@ export async function bundle(
         banner: {
           js: "import { createRequire as __mcpxRequire } from 'node:module'; const require = __mcpxRequire(import.meta.url);",
         },
-        plugins: [ownLocation],
+        plugins: [ownLocation(join(root, entry))],
       }),
     ),
   );

@@ -18,6 +18,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { connect } from '@nats-io/transport-node';
+import { entryArgs } from './bundles.js';
 import { serviceUrls } from './env.js';
 import { ROOT } from './system.js';
 
@@ -144,7 +145,8 @@ function spawnRole(
   args: string[],
   nodeArgs: string[],
 ): Promise<{ child: ChildProcess; first: Record<string, unknown> }> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', fileURLToPath(import.meta.url), ...args], {
+  // Its bundle when the run built one (./bundles.ts), as the services it is the floor of run.
+  const child = spawn(process.execPath, [...nodeArgs, ...entryArgs('bare-relay'), ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

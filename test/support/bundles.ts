@@ -23,6 +23,9 @@ export const BUNDLE_ENTRIES = {
   mcpx: 'cli/src/main.ts',
   /** The conformance tool's client under test: started once per scenario. */
   'conformance-client': 'test/conformance/client-harness.ts',
+  /** The benches' floor: the bare relay's two roles, and the NATS echo responder. */
+  'bare-relay': 'test/support/bare-relay.ts',
+  'nats-echo': 'test/support/nats-echo.ts',
 } as const;
 
 export type BundleName = keyof typeof BUNDLE_ENTRIES;

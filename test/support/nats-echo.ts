@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { decodeStrict, encodePayload, makeSubjects } from '@mcpx/contracts';
 import { ProxyClient } from '@mcpx/proxy-client';
+import { entryArgs } from './bundles.js';
 import { serviceUrls } from './env.js';
 import { ROOT } from './system.js';
 
@@ -53,7 +54,8 @@ export interface NatsEcho {
 /** Starts the responder in a process of its own and a client connection to it. */
 export async function startNatsEcho(): Promise<NatsEcho> {
   const url = serviceUrls().nats;
-  const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), url], {
+  // Its bundle when the run built one (./bundles.ts), as the proxy it is the floor of runs.
+  const child = spawn(process.execPath, [...entryArgs('nats-echo'), url], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
