@@ -2,8 +2,10 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePort } from '../servers/index.js';
+import { BUNDLE_ENTRIES } from '../support/bundles.js';
 import { spawnService, stopProcess } from '../support/fixtures/service-process.js';
 import { ROOT, eventually, systemEnv } from '../support/system.js';
 import type { TestDatabase } from '../support/env.js';
@@ -37,6 +39,14 @@ describe('the build command', () => {
   afterAll(async () => {
     await db?.drop().catch(() => undefined);
     rmSync(out, { recursive: true, force: true });
+  });
+
+  it("the tests start the services from the same entries the image's build bundles", async () => {
+    const { SERVICE_ENTRIES } = (await import(pathToFileURL(join(ROOT, 'scripts', 'bundle.ts')).href)) as {
+      SERVICE_ENTRIES: Record<string, string>;
+    };
+    for (const [name, entry] of Object.entries(SERVICE_ENTRIES))
+      expect(BUNDLE_ENTRIES[name as keyof typeof BUNDLE_ENTRIES], name).toBe(entry);
   });
 
   it('bundles every service and the CLI, and a service runs from its bundle alone', async () => {

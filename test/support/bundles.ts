@@ -14,6 +14,8 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
  * file run on its own outside the set-up, or `MCPX_TEST_BUNDLES=off`) processes run the sources
  * through tsx, as `npm run mcpx` does.
  */
+// The services' and the CLI's entries are scripts/bundle.ts's `SERVICE_ENTRIES` (the image's build);
+// test/ops/build-command.test.ts holds the two tables to each other.
 export const BUNDLE_ENTRIES = {
   registry: 'services/registry/src/main.ts',
   projector: 'services/projector/src/main.ts',
