@@ -1,0 +1,106 @@
+/**
+ * Actions whose change and audit entry are both in Postgres, with Postgres lost at the entry
+ * (against the running registry: the entry's insert waits behind a table lock the test holds, and
+ * its connection is terminated, 57P01). Every error code means "the action was not run": the
+ * change and its entry commit together, so an `unavailable` answer leaves nothing stored. Before,
+ * the change was committed first and its entry written on its own: the answer said nothing was
+ * written with the change stored and no entry for it.
+ */
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import { createDb, type Db } from '@mcpx/db';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { WireError } from '@mcpx/contracts';
+import type { ApiClient } from '../support/api-client.js';
+import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
+import { RegistryHarness } from '../support/registry-harness.js';
+
+describe('actions with Postgres lost at their audit entry: unavailable, and nothing was written', () => {
+  let h: RegistryHarness;
+  /** The test's locks: connections of their own (the harness's pool is the test's reads). */
+  let locks: Db;
+  let loss: PostgresLoss;
+  let api: ApiClient;
+  let agentId: string;
+
+  beforeAll(async () => {
+    h = await RegistryHarness.start({ projector: false });
+    locks = createDb(h.db.url, { max: 2 });
+    loss = postgresLoss(h.sql, locks);
+    api = h.api();
+    agentId = (
+      await api.act<{ agent: { id: string } }>('CreateAgent', { name: 'helper', definition: { mcpServers: [] } })
+    ).agent.id;
+  });
+  afterAll(async () => {
+    await locks?.destroy();
+    await h?.stop();
+  });
+
+  /** The entries the log holds for `action`. */
+  async function entries(action: string): Promise<unknown[]> {
+    const r = await sql<{ after: unknown }>`
+      SELECT after FROM registry.audit_events
+      WHERE account_id = ${api.principal} AND action = ${action} ORDER BY id`.execute(h.sql);
+    return r.rows.map((x) => x.after);
+  }
+
+  function expectNotRun(got: unknown): void {
+    expect(got, described(got)).toBeInstanceOf(WireError);
+    expect((got as WireError).code, described(got)).toBe('unavailable');
+    expect((got as WireError).details).toMatchObject({ dependency: 'postgres' });
+    expect((got as Error).message).toContain('nothing was written');
+  }
+
+  it('DecideSignIn: the sign-in stays pending, with no entry, and is decided when asked again', async () => {
+    // A pending sign-in as the authorization server stores it (only hashes; nothing here is used again).
+    const id = `si_${randomBytes(16).toString('hex')}`;
+    await h.sql
+      .insertInto('registry.oauth_sign_ins')
+      .values({
+        id,
+        account_id: api.principal,
+        agent_id: agentId,
+        client_id: 'https://client.example/metadata.json',
+        client_name: 'Client',
+        redirect_uri: 'https://client.example/callback',
+        resource: 'https://endpoint.example/mcp',
+        scope: null,
+        state: null,
+        code_challenge: 'c'.repeat(43),
+        browser_hash: 'b'.repeat(64),
+        status: 'pending',
+        continue_hash: null,
+        code_hash: null,
+        code_expires_at: null,
+        token_id: null,
+        expires_at: new Date(Date.now() + 600_000),
+        decided_at: null,
+        decided_by: null,
+        ended_at: null,
+        end_reason: null,
+        requester_hash: null,
+      })
+      .execute();
+    const stored = async (): Promise<unknown> =>
+      (
+        await sql<{ status: string; continue_hash: string | null; decided_by: string | null }>`
+          SELECT status, continue_hash, decided_by FROM registry.oauth_sign_ins WHERE id = ${id}`.execute(h.sql)
+      ).rows;
+    const got = await loss.withPostgresLostAt(
+      () => api.act('DecideSignIn', { id, decision: 'approve' }),
+      atTheAuditEntry,
+    );
+    expectNotRun(got);
+    // "Nothing was written" is true: no decision, no continue nonce, no entry.
+    expect(await stored()).toEqual([{ status: 'pending', continue_hash: null, decided_by: null }]);
+    expect(await entries('DecideSignIn')).toEqual([]);
+    // Asked again, it is decided and recorded once.
+    const again = await api.act<{ decision: string; continueUrl: string }>('DecideSignIn', { id, decision: 'approve' });
+    expect(again.decision).toBe('approve');
+    expect(await stored()).toMatchObject([{ status: 'approved' }]);
+    expect(await entries('DecideSignIn')).toEqual([
+      { signIn: id, decision: 'approve', client: 'https://client.example/metadata.json' },
+    ]);
+  }, 30_000);
+});
