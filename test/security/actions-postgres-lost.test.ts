@@ -103,4 +103,22 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
       { signIn: id, decision: 'approve', client: 'https://client.example/metadata.json' },
     ]);
   }, 30_000);
+
+  it('RevokeAgentToken: the token stays active, with no entry, and is revoked when asked again', async () => {
+    const { id } = await api.act<{ id: string }>('CreateAgentToken', { agent: 'helper', name: 'kept' });
+    const revokedAt = async (): Promise<unknown> =>
+      (
+        await sql<{ revoked: Date | null }>`
+          SELECT revoked_at AS revoked FROM registry.agent_tokens WHERE id = ${id}`.execute(h.sql)
+      ).rows;
+    const got = await loss.withPostgresLostAt(() => api.act('RevokeAgentToken', { id }), atTheAuditEntry);
+    expectNotRun(got);
+    // "Nothing was written" is true: the token is not revoked, and no entry says it was.
+    expect(await revokedAt()).toEqual([{ revoked: null }]);
+    expect(await entries('RevokeAgentToken')).toEqual([]);
+    const again = await api.act<{ revoked: boolean }>('RevokeAgentToken', { id });
+    expect(again.revoked).toBe(true);
+    expect(await revokedAt()).toEqual([{ revoked: expect.any(Date) }]);
+    expect(await entries('RevokeAgentToken')).toEqual([{ revoked: true }]);
+  }, 30_000);
 });
