@@ -14,6 +14,8 @@ import { WireError } from '@mcpx/contracts';
 import type { ApiClient } from '../support/api-client.js';
 import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
 import { RegistryHarness } from '../support/registry-harness.js';
+import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
+import { vendorTools } from '../console/vendor-tools.js';
 
 describe('actions with Postgres lost at their audit entry: unavailable, and nothing was written', () => {
   let h: RegistryHarness;
@@ -23,8 +25,16 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
   let api: ApiClient;
   let agentId: string;
 
+  /** The `github` built-in's endpoint (never probed here: the re-probe's first step is far off). */
+  let vendor: TestMcpServer;
+
   beforeAll(async () => {
-    h = await RegistryHarness.start({ projector: false });
+    vendor = await startTestMcpServer({ tools: vendorTools() });
+    h = await RegistryHarness.start({
+      projector: false,
+      registry: { reprobe: { baseMs: 600_000 } },
+      env: { BUILTIN_ENDPOINTS: `github=${vendor.url}` },
+    });
     locks = createDb(h.db.url, { max: 2 });
     loss = postgresLoss(h.sql, locks);
     api = h.api();
@@ -35,6 +45,7 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
   afterAll(async () => {
     await locks?.destroy();
     await h?.stop();
+    await vendor?.close();
   });
 
   /** The entries the log holds for `action`. */
@@ -120,5 +131,43 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
     expect(again.revoked).toBe(true);
     expect(await revokedAt()).toEqual([{ revoked: expect.any(Date) }]);
     expect(await entries('RevokeAgentToken')).toEqual([{ revoked: true }]);
+  }, 30_000);
+
+  it('SetVendorConnection, then SetToolPermission on its built-in: neither is stored, with no entry, and each is when asked again', async () => {
+    const connections = async (): Promise<number> =>
+      (
+        await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM registry.vendor_connections WHERE account_id = ${api.principal}`.execute(h.sql)
+      ).rows[0]!.n;
+    const overrides = async (): Promise<unknown> =>
+      (
+        await sql<{ tool: string; permission: string }>`
+          SELECT tool, permission FROM registry.builtin_tool_permissions
+          WHERE account_id = ${api.principal}`.execute(h.sql)
+      ).rows;
+    const connect = (): Promise<unknown> =>
+      api.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_lostAtTheEntry123' });
+    const got = await loss.withPostgresLostAt(connect, atTheAuditEntry);
+    expectNotRun(got);
+    expect(JSON.stringify((got as WireError).details)).not.toContain('gho_lostAtTheEntry123');
+    // "Nothing was written" is true: no connection, no built-in lit, no entry.
+    expect(await connections()).toBe(0);
+    expect((await api.act<{ servers: unknown[] }>('ListMcpServers')).servers).toEqual([]);
+    expect(await entries('SetVendorConnection')).toEqual([]);
+    const lit = (await connect()) as { servers: Array<{ name: string }> };
+    expect(lit.servers.map((s) => s.name)).toEqual(['github']);
+    expect(await connections()).toBe(1);
+    expect(await entries('SetVendorConnection')).toEqual([
+      { vendor: 'github', servers: ['github'], refreshToken: false },
+    ]);
+
+    const set = (): Promise<unknown> =>
+      api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'always_ask' });
+    expectNotRun(await loss.withPostgresLostAt(set, atTheAuditEntry));
+    expect(await overrides()).toEqual([]);
+    expect(await entries('SetToolPermission')).toEqual([]);
+    expect(await set()).toMatchObject({ server: 'github', tool: 'get_issue', permission: 'always_ask' });
+    expect(await overrides()).toEqual([{ tool: 'get_issue', permission: 'always_ask' }]);
+    expect(await entries('SetToolPermission')).toEqual([{ permission: 'always_ask', builtin: true }]);
   }, 30_000);
 });
