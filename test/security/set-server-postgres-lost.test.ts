@@ -310,6 +310,39 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     expect(await pendingAuthorization()).not.toEqual(before);
   }, 60_000);
 
+  it('AuthorizeMcpServer that registers a client, with Postgres lost at its audit entry: failed, and the registration is kept for the next attempt', async () => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'registering', config: { url: protectedServer.url, auth: 'oauth' } });
+    // The server's client state is forgotten (as when the authorization server no longer knows
+    // its client): the next authorization registers a new one (RFC 7591) before it starts.
+    await sql`
+      UPDATE registry.oauth_connections c SET client_key_id = NULL, client_sealed = NULL
+      FROM registry.mcp_servers s WHERE s.id = c.server_id AND s.name = 'registering'`.execute(h.sql);
+    const client = async (): Promise<unknown> =>
+      (
+        await sql<{ client: Uint8Array | null }>`
+          SELECT c.client_sealed AS client
+          FROM registry.oauth_connections c JOIN registry.mcp_servers s ON s.id = c.server_id
+          WHERE s.name = 'registering'`.execute(h.sql)
+      ).rows[0]?.client ?? null;
+    const registrations = as.stats.registrations;
+    const got = await withPostgresLostAt(
+      () => api.act('AuthorizeMcpServer', { name: 'registering' }),
+      atTheAuditEntry,
+      { releaseFirst: true },
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    expect((got as { authorizationError?: string }).authorizationError).toContain('postgres was unavailable');
+    // The registration happened at the authorization server, outside any transaction of ours: it
+    // is kept (a cache of a fact there, not the authorization the answer says was not started).
+    expect(as.stats.registrations).toBe(registrations + 1);
+    expect(await client()).not.toBeNull();
+    // Asked again, the authorization starts with that client: nothing is registered twice.
+    const again = await api.act<{ authorizationUrl?: string }>('AuthorizeMcpServer', { name: 'registering' });
+    expect(typeof again.authorizationUrl).toBe('string');
+    expect(as.stats.registrations).toBe(registrations + 1);
+  }, 60_000);
+
   it('a discovery lost with the registry that owed it (stopped before running it again) is run by the next registry', async () => {
     // The registry that saves: its own re-run of the lost discovery, and its re-prober, would come
     // long after it is stopped.
