@@ -10,7 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import { createDb, type Db } from '@mcpx/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError } from '@mcpx/contracts';
+import { WireError, type ApprovalView } from '@mcpx/contracts';
+import { approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
+import type { ProxySystem } from '../support/proxy-system.js';
 import type { ApiClient } from '../support/api-client.js';
 import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
 import { RegistryHarness } from '../support/registry-harness.js';
@@ -170,4 +172,48 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
     expect(await overrides()).toEqual([{ tool: 'get_issue', permission: 'always_ask' }]);
     expect(await entries('SetToolPermission')).toEqual([{ permission: 'always_ask', builtin: true }]);
   }, 30_000);
+});
+
+describe('ApproveToolCall with Postgres lost at its audit entry: unavailable, and nothing was decided', () => {
+  let system: ProxySystem;
+  /** The test's reads, and connections of its own for the locks. */
+  let reads: Db;
+  let locks: Db;
+  let loss: PostgresLoss;
+
+  approvalSystemPerSuite((started) => ({ system } = started));
+  beforeAll(() => {
+    reads = createDb(system.db.url, { max: 2 });
+    locks = createDb(system.db.url, { max: 2 });
+    loss = postgresLoss(reads, locks);
+  });
+  afterAll(async () => {
+    await locks?.destroy();
+    await reads?.destroy();
+  });
+
+  it('the approval stays pending, with no entry, and is approved when asked again', async () => {
+    const api = system.api;
+    const id = await stoppedCall(system, 'agent', 'lost-1', 'db__drop_table', { table: 'kept' });
+    const status = async (): Promise<string | undefined> =>
+      (await api.act<{ approvals: ApprovalView[] }>('ListApprovals')).approvals.find((a) => a.id === id)?.status;
+    const entries = async (): Promise<unknown[]> =>
+      (
+        await sql<{ after: unknown }>`
+          SELECT after FROM registry.audit_events
+          WHERE action = 'ApproveToolCall' AND target = ${id} ORDER BY id`.execute(reads)
+      ).rows.map((r) => r.after);
+    const got = await loss.withPostgresLostAt(() => api.act('ApproveToolCall', { approvalId: id }), atTheAuditEntry);
+    expect(got, described(got)).toBeInstanceOf(WireError);
+    expect((got as WireError).code, described(got)).toBe('unavailable');
+    expect((got as Error).message).toContain('nothing was written');
+    // "Nothing was written" is true: the call is still waiting for a human, and no entry says otherwise.
+    expect(await status()).toBe('pending');
+    expect(await entries()).toEqual([]);
+    const again = await api.act<{ approval: ApprovalView }>('ApproveToolCall', { approvalId: id });
+    expect(again.approval.status).toBe('approved');
+    expect(await entries()).toEqual([
+      { decision: 'approved', tool: 'db__drop_table', server: 'db', agent: expect.any(String), run: 'lost-1' },
+    ]);
+  }, 60_000);
 });
