@@ -23,6 +23,7 @@ import {
   type TestOAuthServer,
 } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
+import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -38,6 +39,10 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
   let protectedServer: TestMcpServer;
   /** The test's locks: connections of their own (the harness's pool is the test's reads). */
   let locks: Db;
+  let lockTable: PostgresLoss['lockTable'];
+  let waiting: PostgresLoss['waiting'];
+  let pending: PostgresLoss['pending'];
+  let withPostgresLostAt: PostgresLoss['withPostgresLostAt'];
 
   beforeAll(async () => {
     as = await startOAuthServer();
@@ -48,6 +53,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
       startProtectedMcpServer(as),
     ]);
     locks = createDb(h.db.url, { max: 3 });
+    ({ lockTable, waiting, pending, withPostgresLostAt } = postgresLoss(h.sql, locks));
   });
   afterAll(async () => {
     await locks?.destroy();
@@ -61,76 +67,6 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
   async function storedNames(): Promise<string[]> {
     const r = await sql<{ name: string }>`SELECT name FROM registry.mcp_servers ORDER BY name`.execute(h.sql);
     return r.rows.map((x) => x.name);
-  }
-
-  /** Holds `mode` on `table` in a transaction of the test's own until the returned release is called. */
-  function lockTable(table: string, mode: string): { taken: Promise<void>; release: () => Promise<void> } {
-    let release!: () => void;
-    const released = new Promise<void>((r) => (release = r));
-    let taken!: () => void;
-    const held = new Promise<void>((r) => (taken = r));
-    const trx = locks.transaction().execute(async (t) => {
-      await sql`LOCK TABLE ${sql.table(`registry.${table}`)} IN ${sql.raw(mode)} MODE`.execute(t);
-      taken();
-      await released;
-    });
-    return {
-      taken: held,
-      release: async () => {
-        release();
-        await trx.catch(() => undefined);
-      },
-    };
-  }
-
-  /** The registry's statements matching `query` (ILIKE) that wait for a lock. */
-  async function waiting(query: string): Promise<number[]> {
-    const r = await sql<{ pid: number }>`
-      SELECT pid FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock' AND query ILIKE ${query}`.execute(h.sql);
-    return r.rows.map((x) => x.pid);
-  }
-
-  /** `act`'s answer or the error it was answered with, and whether it has come. */
-  function pending(act: Promise<unknown>): { answer: Promise<unknown>; done: () => boolean } {
-    let done = false;
-    const answer = act.catch((err: unknown) => err);
-    void answer.then(() => (done = true));
-    return { answer, done: () => done };
-  }
-
-  const described = (got: unknown): string =>
-    got instanceof Error ? `${(got as WireError).code} ${got.message}` : JSON.stringify(got);
-
-  /**
-   * Sends `action` while `table` is locked (`mode`), waits for the registry's statement matching
-   * `query` to wait for it, terminates that statement's connection, then lets the table go (with
-   * `releaseFirst`, before the answer: for an action that writes to the table again once it lost
-   * its connection): the answer, or the error it was answered with.
-   */
-  async function withPostgresLostAt(
-    send: () => Promise<unknown>,
-    lock: { table: string; mode: string; query: string },
-    opts: { releaseFirst?: boolean } = {},
-  ): Promise<unknown> {
-    const held = lockTable(lock.table, lock.mode);
-    try {
-      await held.taken;
-      const act = pending(send());
-      const pid = await eventually(
-        async () => {
-          if (act.done()) throw new Error(`answered before it got there: ${described(await act.answer)}`);
-          return (await waiting(lock.query))[0];
-        },
-        15_000,
-        `the action waiting at ${lock.query}`,
-      );
-      await sql`SELECT pg_terminate_backend(${pid})`.execute(h.sql);
-      if (opts.releaseFirst === true) await held.release();
-      return await act.answer;
-    } finally {
-      await held.release();
-    }
   }
 
   /** The discovery's record waits to write its event; the registry's connection is terminated there. */
@@ -351,11 +287,9 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
           SELECT after FROM registry.audit_events
           WHERE action = 'AuthorizeMcpServer' AND target = 'audited' ORDER BY id`.execute(h.sql)
       ).rows.map((r) => r.after);
-    const got = await withPostgresLostAt(
-      () => api.act('AuthorizeMcpServer', { name: 'audited' }),
-      { table: 'audit_events', mode: 'EXCLUSIVE', query: 'insert into "registry"."audit_events"%' },
-      { releaseFirst: true },
-    );
+    const got = await withPostgresLostAt(() => api.act('AuthorizeMcpServer', { name: 'audited' }), atTheAuditEntry, {
+      releaseFirst: true,
+    });
     // Before, the authorization was stored and its ticket issued first: Postgres lost at the
     // entry answered "not run (nothing was written)" with a new authorization pending.
     expect(got, described(got)).not.toBeInstanceOf(Error);
@@ -374,6 +308,39 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
       { outcome: 'authorization_url_issued', state: 'auth_required' },
     ]);
     expect(await pendingAuthorization()).not.toEqual(before);
+  }, 60_000);
+
+  it('AuthorizeMcpServer that registers a client, with Postgres lost at its audit entry: failed, and the registration is kept for the next attempt', async () => {
+    const api = h.api();
+    await api.act('SetMcpServer', { name: 'registering', config: { url: protectedServer.url, auth: 'oauth' } });
+    // The server's client state is forgotten (as when the authorization server no longer knows
+    // its client): the next authorization registers a new one (RFC 7591) before it starts.
+    await sql`
+      UPDATE registry.oauth_connections c SET client_key_id = NULL, client_sealed = NULL
+      FROM registry.mcp_servers s WHERE s.id = c.server_id AND s.name = 'registering'`.execute(h.sql);
+    const client = async (): Promise<unknown> =>
+      (
+        await sql<{ client: Uint8Array | null }>`
+          SELECT c.client_sealed AS client
+          FROM registry.oauth_connections c JOIN registry.mcp_servers s ON s.id = c.server_id
+          WHERE s.name = 'registering'`.execute(h.sql)
+      ).rows[0]?.client ?? null;
+    const registrations = as.stats.registrations;
+    const got = await withPostgresLostAt(
+      () => api.act('AuthorizeMcpServer', { name: 'registering' }),
+      atTheAuditEntry,
+      { releaseFirst: true },
+    );
+    expect(got, described(got)).not.toBeInstanceOf(Error);
+    expect((got as { authorizationError?: string }).authorizationError).toContain('postgres was unavailable');
+    // The registration happened at the authorization server, outside any transaction of ours: it
+    // is kept (a cache of a fact there, not the authorization the answer says was not started).
+    expect(as.stats.registrations).toBe(registrations + 1);
+    expect(await client()).not.toBeNull();
+    // Asked again, the authorization starts with that client: nothing is registered twice.
+    const again = await api.act<{ authorizationUrl?: string }>('AuthorizeMcpServer', { name: 'registering' });
+    expect(typeof again.authorizationUrl).toBe('string');
+    expect(as.stats.registrations).toBe(registrations + 1);
   }, 60_000);
 
   it('a discovery lost with the registry that owed it (stopped before running it again) is run by the next registry', async () => {

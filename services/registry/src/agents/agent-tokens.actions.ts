@@ -94,17 +94,18 @@ export const listAgentTokens: AgentsAction<'ListAgentTokens'> = async (deps, cal
  */
 export const revokeAgentToken: AgentsAction<'RevokeAgentToken'> = async (deps, caller, action) => {
   const id = action.id;
-  const { found, revoked } = await new AgentTokensRepository(deps.db).revoke(caller.account, id);
-  if (!found) throw new WireError(ErrorCodes.notFound, `id: no token ${id}`, { field: 'id' });
-  // A second revoke changes nothing and records nothing.
-  if (revoked)
-    await recordAudit(deps.db, {
+  // A second revoke changes nothing and records nothing; a revocation's entry commits with it
+  // (Postgres lost at the entry revokes nothing, and the answer's `unavailable` is true).
+  const { found, revoked } = await new AgentTokensRepository(deps.db).revoke(caller.account, id, (trx) =>
+    recordAudit(trx, {
       ...auditBy(caller),
       action: 'RevokeAgentToken',
       target: { kind: 'token', name: id },
       before: { revoked: false },
       after: { revoked: true },
-    });
+    }),
+  );
+  if (!found) throw new WireError(ErrorCodes.notFound, `id: no token ${id}`, { field: 'id' });
   deps.log.info('agent token revoked', { account: caller.account, token: id, revoked });
   return { id, revoked };
 };

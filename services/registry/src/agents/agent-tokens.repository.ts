@@ -95,9 +95,15 @@ export class AgentTokensRepository {
   /**
    * Revokes a token of the account: true when it was active until now (a second revoke, or an
    * unknown id, is false). Announced on {@link AGENT_TOKENS_CHANNEL} inside the same transaction,
-   * so an endpoint hears of it exactly when it is committed.
+   * so an endpoint hears of it exactly when it is committed. `recorded` is called in that
+   * transaction once the token is revoked: what it writes there (the audit entry) commits with
+   * the revocation or not at all.
    */
-  async revoke(account: string, id: string): Promise<{ found: boolean; revoked: boolean }> {
+  async revoke(
+    account: string,
+    id: string,
+    recorded: (trx: Db) => Promise<void>,
+  ): Promise<{ found: boolean; revoked: boolean }> {
     return this.db.transaction().execute(async (trx) => {
       const row = await trx
         .selectFrom('registry.agent_tokens')
@@ -115,6 +121,7 @@ export class AgentTokensRepository {
         .where('id', '=', id)
         .execute();
       await sql`select pg_notify(${AGENT_TOKENS_CHANNEL}, ${row.token_hash})`.execute(trx);
+      await recorded(trx);
       return { found: true, revoked: true };
     });
   }

@@ -93,9 +93,16 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   /**
    * Stores the vendor's tokens (sealed) and publishes its built-ins' tools (a new token invalidates
    * proxies' caches too). A built-in just lit, or waiting for this connection (`auth_required`),
-   * becomes `unknown` with a background probe after the first backoff step.
+   * becomes `unknown` with a background probe after the first backoff step. `recorded` is called
+   * with the lit built-ins in the connection's transaction: what it writes or reads there (the
+   * audit entry, the answer's overrides) commits with the connection or not at all.
    */
-  async connect(account: string, vendor: string, tokens: VendorTokens): Promise<McpServerRecord[]> {
+  async connect(
+    account: string,
+    vendor: string,
+    tokens: VendorTokens,
+    recorded: (lit: McpServerRecord[], trx: Kysely<Database>) => Promise<void>,
+  ): Promise<McpServerRecord[]> {
     // The connection and its built-ins' events commit together.
     return this.deps.outbox.commit(async (trx, emit) => {
       await this.deps.connections.put(account, vendor, tokens, trx);
@@ -108,6 +115,7 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
       }
       const lit = (await this.lit(account, trx)).filter((s) => findBuiltin(s.name)?.vendor === vendor);
       for (const server of lit) emit(await this.discoveredEvent(server, true, undefined, trx));
+      await recorded(lit, trx);
       return lit;
     });
   }
@@ -137,13 +145,16 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   /**
    * SetToolPermission on a built-in: the override is keyed by its server id (this incarnation of
    * the vendor connection), its generation moves on under the connection's row lock, and the
-   * discovery event carries the tools and every override, as for a custom server.
+   * discovery event carries the tools and every override, as for a custom server. `recorded` is
+   * called with the override's prior level in its transaction: what it writes there (the audit
+   * entry) commits with the override or not at all.
    */
   async setToolPermission(
     account: string,
     server: McpServerRecord,
     tool: string,
     permission: Permission | null,
+    recorded: (prior: Permission | null, trx: Kysely<Database>) => Promise<void>,
   ): Promise<{ saved: McpServerRecord; overrides: ToolOverrides }> {
     const builtin = findBuiltin(server.name);
     if (builtin === undefined)
@@ -152,8 +163,10 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
       const connection = await this.deps.connections.lock(account, builtin.vendor, trx);
       if (connection === null || builtinServerId(builtin.slug, connection.id) !== server.id)
         throw new WireError(ErrorCodes.notFound, `server: no MCP server named ${server.name}`, { field: 'server' });
+      const prior = (await this.deps.permissions.forServer(account, server.id, trx))[tool] ?? null;
       await this.deps.permissions.set(account, server.id, tool, permission, trx);
       await this.deps.discoveries.bumpGeneration(account, builtin.slug, trx);
+      await recorded(prior, trx);
       const overrides = await this.deps.permissions.forServer(account, server.id, trx);
       const saved = await this.find(account, server.name, trx);
       if (saved === null)

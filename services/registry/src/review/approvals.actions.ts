@@ -5,7 +5,7 @@ import {
   type ApprovalDecidedEvent,
   type ApprovalView,
 } from '@mcpx/contracts';
-import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord } from '@mcpx/shared-state';
+import { ARGUMENTS_SHOWN_MAX_BYTES, type ApprovalRecord, type DecideOutcome } from '@mcpx/shared-state';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
 import { heldCallView } from './held-call.js';
@@ -43,63 +43,18 @@ function publishDecided(deps: ReviewDeps, r: ApprovalRecord, decision: 'approved
   );
 }
 
-async function decide(
-  deps: ReviewDeps,
-  caller: Caller,
-  action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>,
-  decision: 'approved' | 'denied',
-): Promise<{ approval: ApprovalView }> {
-  const id = action.approvalId;
-  if (decision === 'approved') {
-    // Nobody approves what they were not shown: a call whose arguments were too large to keep for
-    // display can only be denied (the runtime may send it again with smaller arguments).
-    const record = await deps.approvals.get(caller.account, id);
-    if (record !== null && record.status === 'pending' && record.argumentsJson === undefined) {
-      throw new WireError(
-        ErrorCodes.conflict,
-        `approvalId: the arguments of approval ${id} are larger than ${ARGUMENTS_SHOWN_MAX_BYTES / 1024} KiB and cannot be shown, so they cannot be approved; deny it`,
-        {
-          field: 'approvalId',
-          reason: 'arguments_not_shown',
-        },
-      );
-    }
-  }
-  const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
-  if (out.ok) {
-    deps.log.info('tool call approval decided', {
-      account: caller.account,
-      approval: id,
-      decision,
-      tool: out.record.tool,
-      run: out.record.run,
-    });
-    publishDecided(deps, out.record, decision);
-    // The decision lives in Redis: its audit entry follows it (never the call's arguments).
-    await recordAudit(deps.db, {
-      ...auditBy(caller),
-      action: decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall',
-      target: { kind: 'approval', name: id },
-      after: {
-        decision,
-        tool: out.record.tool,
-        server: out.record.server,
-        agent: out.record.agent,
-        run: out.record.run,
-      },
-    });
-    return { approval: approvalView(out.record) };
-  }
+/** Why a decision was refused, as the signer reads it. */
+function refusal(out: Extract<DecideOutcome, { ok: false }>, id: string): WireError {
   switch (out.reason) {
     case 'unknown':
-      throw new WireError(ErrorCodes.notFound, `approvalId: no approval ${id}`, { field: 'approvalId' });
+      return new WireError(ErrorCodes.notFound, `approvalId: no approval ${id}`, { field: 'approvalId' });
     case 'expired':
-      throw new WireError(ErrorCodes.conflict, `approvalId: approval ${id} expired`, {
+      return new WireError(ErrorCodes.conflict, `approvalId: approval ${id} expired`, {
         field: 'approvalId',
         reason: 'expired',
       });
     case 'decided':
-      throw new WireError(
+      return new WireError(
         ErrorCodes.conflict,
         `approvalId: approval ${id} was already decided (${out.record?.status ?? 'decided'})`,
         {
@@ -109,6 +64,53 @@ async function decide(
         },
       );
   }
+}
+
+async function decide(
+  deps: ReviewDeps,
+  caller: Caller,
+  action: ActionInput<'ApproveToolCall' | 'DenyToolCall'>,
+  decision: 'approved' | 'denied',
+): Promise<{ approval: ApprovalView }> {
+  const id = action.approvalId;
+  const record = await deps.approvals.get(caller.account, id);
+  // Nobody approves what they were not shown: a call whose arguments were too large to keep for
+  // display can only be denied (the runtime may send it again with smaller arguments).
+  if (decision === 'approved' && record !== null && record.status === 'pending' && record.argumentsJson === undefined) {
+    throw new WireError(
+      ErrorCodes.conflict,
+      `approvalId: the arguments of approval ${id} are larger than ${ARGUMENTS_SHOWN_MAX_BYTES / 1024} KiB and cannot be shown, so they cannot be approved; deny it`,
+      {
+        field: 'approvalId',
+        reason: 'arguments_not_shown',
+      },
+    );
+  }
+  // The decision lives in Redis, out of reach of Postgres' transactions: its audit entry (never
+  // the call's arguments) is written first, in a transaction that commits only once Redis holds
+  // the decision. Postgres lost at the entry decides nothing; a refused decision rolls it back.
+  // Lost at the commit itself, the decision stands without its entry (see the README).
+  const decided = await deps.db.transaction().execute(async (trx) => {
+    if (record?.status === 'pending')
+      await recordAudit(trx, {
+        ...auditBy(caller),
+        action: decision === 'approved' ? 'ApproveToolCall' : 'DenyToolCall',
+        target: { kind: 'approval', name: id },
+        after: { decision, tool: record.tool, server: record.server, agent: record.agent, run: record.run },
+      });
+    const out = await deps.approvals.decide(caller.account, id, decision, caller.signer);
+    if (!out.ok) throw refusal(out, id);
+    return out.record;
+  });
+  deps.log.info('tool call approval decided', {
+    account: caller.account,
+    approval: id,
+    decision,
+    tool: decided.tool,
+    run: decided.run,
+  });
+  publishDecided(deps, decided, decision);
+  return { approval: approvalView(decided) };
 }
 
 /** `ApproveToolCall {approvalId}` → `{approval}`: the runtime may now re-send that call, once. OWNER only. */

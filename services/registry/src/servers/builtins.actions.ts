@@ -5,6 +5,7 @@ import { auditAgent } from '../agents/agent-audit.js';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { AgentRecord } from '../agents/agents.repository.js';
 import type { VendorTokens } from '../credentials/vendor-connections.repository.js';
+import type { ToolOverrides } from '../catalog/tool-permissions.repository.js';
 import { redactServer } from './redaction.js';
 import { agentChangedEvent } from '../agents/agents.actions.js';
 import type { ServersAction, ServersDeps } from './servers-deps.js';
@@ -60,20 +61,24 @@ export const setVendorConnection: ServersAction<'SetVendorConnection'> = async (
   const vendor = validateVendor(action.vendor);
   const tokens = validateTokens(action);
   await deps.accounts.ensure(caller.account);
-  const servers = await builtins.connect(caller.account, vendor, tokens);
-  // What changed, never a token: the vendor, its built-ins lit, whether a refresh token and an expiry came.
-  await recordAudit(deps.db, {
-    ...auditBy(caller),
-    action: 'SetVendorConnection',
-    target: { kind: 'vendor', name: vendor },
-    after: {
-      vendor,
-      servers: servers.map((s) => s.name),
-      refreshToken: tokens.refreshToken !== undefined,
-      ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),
-    },
+  // The entry and the read of the answer's overrides are in the connection's transaction:
+  // Postgres lost at either stores nothing (the answer's `unavailable` is true).
+  let overrides = new Map<string, ToolOverrides>();
+  const servers = await builtins.connect(caller.account, vendor, tokens, async (lit, trx) => {
+    // What changed, never a token: the vendor, its built-ins lit, whether a refresh token and an expiry came.
+    await recordAudit(trx, {
+      ...auditBy(caller),
+      action: 'SetVendorConnection',
+      target: { kind: 'vendor', name: vendor },
+      after: {
+        vendor,
+        servers: lit.map((s) => s.name),
+        refreshToken: tokens.refreshToken !== undefined,
+        ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),
+      },
+    });
+    overrides = await deps.permissions.forAccount(caller.account, trx);
   });
-  const overrides = await deps.permissions.forAccount(caller.account);
   return { vendor, servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true })) };
 };
 

@@ -34,13 +34,21 @@ export const setToolPermission: ServersAction<'SetToolPermission'> = async (deps
   if (deps.builtins && builtin) {
     if (permission !== null && !builtin.tools.some((t) => t.name === tool))
       throw new WireError(ErrorCodes.notFound, `tool: the ${name} MCP server lists no tool ${tool}`, { field: 'tool' });
-    const { saved, overrides } = await deps.builtins.setToolPermission(caller.account, builtin, tool, permission);
-    await recordAudit(deps.db, {
-      ...auditBy(caller),
-      action: 'SetToolPermission',
-      target: { kind: 'tool', name: `${name}/${tool}` },
-      after: { permission, builtin: true },
-    });
+    // The entry commits with the override (as for a custom server below).
+    const { saved, overrides } = await deps.builtins.setToolPermission(
+      caller.account,
+      builtin,
+      tool,
+      permission,
+      (prior, trx) =>
+        recordAudit(trx, {
+          ...auditBy(caller),
+          action: 'SetToolPermission',
+          target: { kind: 'tool', name: `${name}/${tool}` },
+          before: { permission: prior },
+          after: { permission, builtin: true },
+        }),
+    );
     deps.log.info('tool permission set', {
       account: caller.account,
       server: name,

@@ -32,16 +32,44 @@ export class SignInDecisionsRepository {
 
   /**
    * The owner's decision on a pending sign-in of the account: the continue nonce (to be carried
-   * by the approver's own browser to the continue step), or why not.
+   * by the approver's own browser to the continue step), or why not. `recorded` is called with
+   * the decision in its transaction: what it writes there (the audit entry) commits with the
+   * decision or not at all.
    */
   async decide(
     account: string,
     id: string,
     approve: boolean,
     signer: string,
+    recorded: (decided: { agent: string; clientId: string }, trx: Db) => Promise<void>,
   ): Promise<{ nonce: string; agent: string; clientId: string } | 'not_found' | 'decided'> {
     const nonce = randomSignInSecret();
-    const row = await this.db
+    const row = await this.db.transaction().execute(async (trx) => {
+      const decided = await this.decideIn(trx, account, id, approve, signer, nonce);
+      if (decided !== undefined) await recorded({ agent: decided.agent_id, clientId: decided.client_id }, trx);
+      return decided;
+    });
+    if (row !== undefined) return { nonce, agent: row.agent_id, clientId: row.client_id };
+    const exists = await this.db
+      .selectFrom('registry.oauth_sign_ins')
+      .select(['status', 'expires_at'])
+      .where('account_id', '=', account)
+      .where('id', '=', id)
+      .executeTakeFirst();
+    if (exists === undefined || exists.expires_at.getTime() <= Date.now()) return 'not_found';
+    return 'decided';
+  }
+
+  /** The conditional update of a pending, unexpired sign-in to its decision, in `db`. */
+  private decideIn(
+    db: Db,
+    account: string,
+    id: string,
+    approve: boolean,
+    signer: string,
+    nonce: string,
+  ): Promise<{ agent_id: string; client_id: string } | undefined> {
+    return db
       .updateTable('registry.oauth_sign_ins')
       .set({
         status: approve ? 'approved' : 'denied',
@@ -55,14 +83,5 @@ export class SignInDecisionsRepository {
       .where('expires_at', '>', sql<Date>`now()`)
       .returning(['agent_id', 'client_id'])
       .executeTakeFirst();
-    if (row !== undefined) return { nonce, agent: row.agent_id, clientId: row.client_id };
-    const exists = await this.db
-      .selectFrom('registry.oauth_sign_ins')
-      .select(['status', 'expires_at'])
-      .where('account_id', '=', account)
-      .where('id', '=', id)
-      .executeTakeFirst();
-    if (exists === undefined || exists.expires_at.getTime() <= Date.now()) return 'not_found';
-    return 'decided';
   }
 }

@@ -58,22 +58,25 @@ export const decideSignIn: SignInAction<'DecideSignIn'> = async (deps, caller, a
     throw invalidInput('id', 'must be a sign-in id (si_ and 32 hex digits)');
   const decision = action.decision;
   if (decision !== 'approve' && decision !== 'deny') throw invalidInput('decision', 'must be approve or deny');
+  // The entry commits with the decision: Postgres lost at it stores neither (the answer's
+  // `unavailable` says nothing was written, and it is true).
   const out = await new SignInDecisionsRepository(deps.db).decide(
     caller.account,
     id,
     decision === 'approve',
     caller.signer,
+    (decided, trx) =>
+      recordAudit(trx, {
+        ...auditBy(caller),
+        action: 'DecideSignIn',
+        target: { kind: 'agent', name: decided.agent },
+        after: { signIn: id, decision, client: decided.clientId },
+      }),
   );
   if (out === 'not_found') throw new WireError(ErrorCodes.notFound, `id: no pending sign-in ${id}`, { field: 'id' });
   if (out === 'decided')
     throw new WireError(ErrorCodes.conflict, `id: sign-in ${id} was decided already`, { field: 'id' });
   deps.log.info('oauth sign-in decided', { account: caller.account, signIn: id, decision, signer: caller.signer });
-  await recordAudit(deps.db, {
-    ...auditBy(caller),
-    action: 'DecideSignIn',
-    target: { kind: 'agent', name: out.agent },
-    after: { signIn: id, decision, client: out.clientId },
-  });
   const q = new URLSearchParams({ id, nonce: out.nonce });
   return { id, decision, continueUrl: `${deps.authorizationServerUrl ?? ''}${CONTINUE_PATH}?${q.toString()}` };
 };
