@@ -1,12 +1,13 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-/** Prints the plain closing line `N passed, N failed[, N skipped]` that CI reads, after the tests that passed only on a retry. */
+/** Prints the plain closing line `N passed, N failed[, N skipped]` that CI reads, after the tests that failed and those that passed only on a retry. */
 export default class CountReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>, errors: ReadonlyArray<unknown>): void {
     let passed = 0;
     let failed = 0;
     let skipped = 0;
     const flaky: string[] = [];
+    const failures: string[] = [];
     for (const mod of modules) {
       let failedHere = 0;
       for (const test of mod.children.allTests()) {
@@ -19,14 +20,18 @@ export default class CountReporter implements Reporter {
           flaky.push(`${mod.moduleId} > ${test.fullName}${why}`);
         }
         if (state === 'passed') passed++;
-        else if (state === 'failed') failedHere++;
-        else skipped++;
+        else if (state === 'failed') {
+          failedHere++;
+          failures.push(`${mod.moduleId} > ${test.fullName}\n  ${firstLine(result.errors?.[0]?.message)}`);
+        } else skipped++;
       }
       // A file that failed with no failed test (its import, or a beforeAll whose failure skipped
       // every test) is one failure: the line must never read "0 failed" for a failed run.
       failed += failedHere > 0 ? failedHere : mod.state() === 'failed' ? 1 : 0;
     }
     failed += errors.length;
+    // Named again at the end, whatever other reporter ran (its list can be far above in a long log).
+    for (const name of failures) process.stdout.write(`\nfailed: ${name}`);
     // Named, never hidden: a test that passed only on its retry (CI's `retry: 1`) is a flake to fix.
     for (const name of flaky) process.stdout.write(`\npassed on a retry (a flake to fix): ${name}`);
     const tail = skipped > 0 ? `, ${skipped} skipped` : '';
