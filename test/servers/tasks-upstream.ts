@@ -1,4 +1,4 @@
-import { createServer, type Server as HttpServer } from 'node:http';
+import { createServer, type IncomingMessage, type Server as HttpServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { createMcpHandler, ProtocolError, ProtocolErrorCode, Server } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
@@ -34,10 +34,26 @@ interface ServerTask {
   question?: Record<string, unknown>;
 }
 
+/** The trace context one request carried: its `traceparent` header, and its `_meta.traceparent`. */
+export interface SeenTrace {
+  method: string;
+  taskId?: string;
+  header?: string;
+  meta?: string;
+}
+
 export interface TasksUpstream {
   url: string;
   port: number;
-  stats: { calls: number; gets: Map<string, number>; cancels: number; created: number; updates: number };
+  stats: {
+    calls: number;
+    gets: Map<string, number>;
+    cancels: number;
+    created: number;
+    updates: number;
+    /** The trace context of the last 1000 requests, in the order they came. */
+    traces: SeenTrace[];
+  };
   /** Forgets every task (as a restart does) without closing the port. */
   forget(): void;
   close(): Promise<void>;
@@ -91,7 +107,14 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
   const pollIntervalMs = opts.pollIntervalMs ?? 500;
   const ttlMs = opts.ttlMs ?? 600_000;
   let tasks = new Map<string, ServerTask>();
-  const stats = { calls: 0, gets: new Map<string, number>(), cancels: 0, created: 0, updates: 0 };
+  const stats = {
+    calls: 0,
+    gets: new Map<string, number>(),
+    cancels: 0,
+    created: 0,
+    updates: 0,
+    traces: [] as SeenTrace[],
+  };
   const now = (): string => new Date().toISOString();
   const advance = (t: ServerTask): void => {
     if (t.status === 'working' && t.question !== undefined)
@@ -256,7 +279,22 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
       res.writeHead(404).end();
       return;
     }
-    void node(req, res);
+    if (req.method !== 'POST') {
+      void node(req, res);
+      return;
+    }
+    // Read here to note the trace context each request carries, then handed over parsed.
+    void readJson(req).then((body) => {
+      if (body === undefined) {
+        res
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } }));
+        return;
+      }
+      const seen = seenTrace(body, req.headers.traceparent);
+      if (seen !== undefined) stats.traces = [...stats.traces, seen].slice(-1000);
+      void node(req, res, body);
+    });
   });
   await new Promise<void>((resolve) => http.listen(opts.port ?? 0, '127.0.0.1', resolve));
   const port = (http.address() as { port: number }).port;
@@ -273,4 +311,29 @@ export async function startTasksUpstream(opts: TasksUpstreamOptions = {}): Promi
       await new Promise<void>((r) => http.close(() => r()));
     },
   };
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The trace context of a JSON-RPC request (not a response or a notification), as it came. */
+function seenTrace(body: unknown, header: string | string[] | undefined): SeenTrace | undefined {
+  const m = body as {
+    method?: unknown;
+    id?: unknown;
+    params?: { taskId?: unknown; _meta?: { traceparent?: unknown } };
+  };
+  if (m === null || typeof m !== 'object' || typeof m.method !== 'string' || m.id === undefined) return undefined;
+  const seen: SeenTrace = { method: m.method };
+  if (typeof m.params?.taskId === 'string') seen.taskId = m.params.taskId;
+  if (typeof header === 'string') seen.header = header;
+  if (typeof m.params?._meta?.traceparent === 'string') seen.meta = m.params._meta.traceparent;
+  return seen;
 }

@@ -39,9 +39,9 @@ import type {
   ToolsWithHints,
 } from './mcp-connection.js';
 import type { TaskWireTarget } from './tasks.js';
+import { sseCutFailure } from './sse-transport.js';
 import { toolCall } from './tool-call.js';
 import { traceMeta } from './call-request.js';
-import { type ToolCallTarget } from './call-target.js';
 
 const DEFAULT_CALL_TIMEOUT_MS = 120_000;
 const TERMINATE_SESSION_WAIT_MS = 2_000;
@@ -125,7 +125,8 @@ export class Connection implements McpConnection {
         const result = (await core.client.request({ method, params: sent }, options)) as Record<string, unknown>;
         return this.#scrubbed(result);
       } catch (error) {
-        throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
+        const failure = sseCutFailure(core.sdkTransport, error) ?? error;
+        throw classifyMcpError(failure, opts.signal, this.#classifyContext(core));
       }
     }, opts.signal);
   }
@@ -169,7 +170,7 @@ export class Connection implements McpConnection {
   }
 
   taskTarget(): TaskWireTarget | undefined {
-    const target = this.#target(this.#core);
+    const target = this.#targets.of(this.#core);
     return target === undefined ? undefined : taskTargetOf(target, this.#core.verdict);
   }
 
@@ -185,7 +186,7 @@ export class Connection implements McpConnection {
   ): Promise<McpCallResult> {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const sent = withInputResponses(params, opts, core.verdict.era);
-    const target = this.#target(core);
+    const target = this.#targets.of(core);
     if (opts.logLevel !== undefined && core.verdict.era === 'legacy')
       await this.#sessionLogLevel(core, opts.logLevel, opts.signal, opts.trace);
     if (target !== undefined) {
@@ -223,8 +224,10 @@ export class Connection implements McpConnection {
     try {
       return this.#scrubbed(await core.client.request({ method: 'tools/call', params: sent }, options));
     } catch (error) {
-      // The SDK says nothing of whether its POST went out: what ran follows from its error's type.
-      throw classifyMcpError(error, opts.signal, { ...this.#classifyContext(core), ran: callRan(error, false) });
+      // A cut session stream lost the answer (./sse-transport.ts). The SDK says nothing of whether
+      // its POST went out: what ran follows from its error's type.
+      const failure = sseCutFailure(core.sdkTransport, error) ?? error;
+      throw classifyMcpError(failure, opts.signal, { ...this.#classifyContext(core), ran: callRan(failure, false) });
     }
   }
 
@@ -358,10 +361,6 @@ export class Connection implements McpConnection {
     }
     this.#closed = true;
     await this.#core.client.close().catch(() => {});
-  }
-
-  #target(core: ConnectionCore): ToolCallTarget | undefined {
-    return this.#targets.of(core);
   }
 
   #assertOpen(): void {

@@ -13,7 +13,7 @@ import type { McpHttpRequest } from './http-request.js';
 import { encodeMcpParamValue } from './mcp-param-headers.js';
 import { CallClock } from './call-clock.js';
 import { type LegacyTarget } from './call-target.js';
-import { answerServerRequest } from './call-request.js';
+import { answerServerRequest, traceMeta } from './call-request.js';
 import { readAnswer, resultObject } from './call-answer.js';
 
 /**
@@ -178,6 +178,11 @@ export interface TaskWireTarget {
 export interface TaskRequestOptions {
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * The W3C trace context (`traceparent`, `tracestate`) of the span the request goes out under:
+   * sent in its HTTP headers, and in a modern request's `_meta` too, as a `tools/call` carries it.
+   */
+  trace?: Record<string, string>;
 }
 
 let nextId = 0;
@@ -196,7 +201,7 @@ export async function taskRequest(
 ): Promise<Record<string, unknown>> {
   const id = `mcpx-task-${++nextId}`;
   const clock = new CallClock(opts.timeoutMs, opts.signal);
-  const { headers, sent } = taskWire(target, method, params);
+  const { headers, sent } = taskWire(target, method, params, traceMeta(undefined, opts.trace));
   const legacy = legacySessionOf(target);
   const onOther =
     legacy === undefined
@@ -249,14 +254,19 @@ export async function endTaskSession(target: TaskWireTarget, timeoutMs: number):
   }
 }
 
-/** A task request's headers and params: the modern `Mcp-Method`/`Mcp-Name` and `_meta`, or the legacy session. */
+/**
+ * A task request's headers and params: the modern `Mcp-Method`/`Mcp-Name` and `_meta`, or the
+ * legacy session; the trace context (`trace`) in the headers and a modern request's `_meta`.
+ */
 function taskWire(
   target: TaskWireTarget,
   method: string,
   params: Record<string, unknown>,
+  trace: Record<string, string> | undefined,
 ): { headers: Record<string, string>; sent: Record<string, unknown> } {
   const headers: Record<string, string> = {
     ...target.headers,
+    ...trace,
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
     'mcp-protocol-version': target.protocolVersion,
@@ -271,6 +281,7 @@ function taskWire(
   const sent = {
     ...params,
     _meta: {
+      ...trace,
       [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
       [CLIENT_CAPABILITIES_META_KEY]: withTasksExtension(target.capabilities ?? {}),
       ...(target.clientInfo !== undefined ? { [CLIENT_INFO_META_KEY]: target.clientInfo } : {}),

@@ -304,8 +304,8 @@ export class TaskBroker {
   }
 
   /** Cancels a task for its account (any instance may): see {@link TaskEnds.cancel}. */
-  async cancel(row: TaskRow): Promise<TaskRow | null> {
-    return await this.ends.cancel(row);
+  async cancel(row: TaskRow, trace?: Record<string, string>): Promise<TaskRow | null> {
+    return await this.ends.cancel(row, trace);
   }
 
   /** A task this instance ended: its event, its waiters, its count, its session. */

@@ -34,8 +34,17 @@ export interface TaskEndsDeps {
 export class TaskEnds {
   constructor(private readonly deps: TaskEndsDeps) {}
 
-  /** A poll saw the task end upstream: its outcome kept (a 2025 task's result fetched with `tasks/result`, once). */
-  async ended(row: TaskRow, task: UpstreamTask, target: TaskWireTarget, era: 'modern' | 'legacy'): Promise<void> {
+  /**
+   * A poll saw the task end upstream: its outcome kept (a 2025 task's result fetched with
+   * `tasks/result`, once, carrying the poll's trace context `trace`).
+   */
+  async ended(
+    row: TaskRow,
+    task: UpstreamTask,
+    target: TaskWireTarget,
+    era: 'modern' | 'legacy',
+    trace?: Record<string, string>,
+  ): Promise<void> {
     const durationMs = Date.now() - new Date(row.created_at).getTime();
     let outcome: StoredOutcome;
     let state: TaskState = task.status;
@@ -52,7 +61,7 @@ export class TaskEnds {
                 details: { task: row.id, mcpCode: task.error?.code ?? -32603 },
               },
             };
-    } else outcome = await this.legacyOutcome(row, target, durationMs);
+    } else outcome = await this.legacyOutcome(row, target, durationMs, trace);
     if (state === 'completed' && !outcome.ok && !toolError(outcome)) state = TaskStates.failed;
     const finished = await this.deps.store.finish(row.id, this.deps.instance, {
       state,
@@ -64,13 +73,23 @@ export class TaskEnds {
   }
 
   /** 2025-11-25: the result (or the failure) is fetched with tasks/result, once (the question stream's, when one is open). */
-  private async legacyOutcome(row: TaskRow, target: TaskWireTarget, durationMs: number): Promise<StoredOutcome> {
+  private async legacyOutcome(
+    row: TaskRow,
+    target: TaskWireTarget,
+    durationMs: number,
+    trace: Record<string, string> | undefined,
+  ): Promise<StoredOutcome> {
     try {
       const streamed = await this.deps.questions?.streamed(row.id);
       if (streamed !== undefined && 'error' in streamed) throw streamed.error;
       const result =
         streamed?.result ??
-        (await taskRequest(target, 'tasks/result', { taskId: row.upstream_task_id }, { timeoutMs: RESULT_TIMEOUT_MS }));
+        (await taskRequest(
+          target,
+          'tasks/result',
+          { taskId: row.upstream_task_id },
+          { timeoutMs: RESULT_TIMEOUT_MS, ...(trace !== undefined ? { trace } : {}) },
+        ));
       return this.deps.shape(row, result, durationMs);
     } catch (err) {
       if (!(err instanceof ProtocolError)) throw err;
@@ -103,8 +122,8 @@ export class TaskEnds {
     if (finished !== null) this.deps.close(finished, 'task_lost');
   }
 
-  /** A task whose question cannot be asked (a kind the connector does not answer, a quota): it ends `failed` with that error, and its server is asked to cancel it. */
-  async refused(row: TaskRow, error: WireError): Promise<void> {
+  /** A task whose question cannot be asked (a kind the connector does not answer, a quota): it ends `failed` with that error, and its server is asked to cancel it (under the poll's trace context `trace`). */
+  async refused(row: TaskRow, error: WireError, trace?: Record<string, string>): Promise<void> {
     const outcome: StoredOutcome = { ok: false, error: error.toJSON() };
     const finished = await this.deps.store.finish(row.id, this.deps.instance, {
       state: TaskStates.failed,
@@ -114,7 +133,7 @@ export class TaskEnds {
     });
     if (finished === null) return;
     this.deps.close(finished, error.code);
-    void this.cancelUpstream(finished);
+    void this.cancelUpstream(finished, trace);
   }
 
   /** Open tasks past their ttl end `expired` (their server is asked to cancel them, best effort), at most `EXPIRE_BATCH` at once: answers how many were looked at. */
@@ -147,10 +166,11 @@ export class TaskEnds {
   /**
    * Cancels a task for its account: the server is asked (`tasks/cancel`), and the task ends
    * `cancelled` whatever it answers (a server that cannot cancel has nothing left to say to us).
-   * Any instance may; null when the task had ended already.
+   * Any instance may; null when the task had ended already. `trace`: the trace context of the
+   * span the cancel was asked under, carried by the `tasks/cancel`.
    */
-  async cancel(row: TaskRow): Promise<TaskRow | null> {
-    await this.cancelUpstream(row);
+  async cancel(row: TaskRow, trace?: Record<string, string>): Promise<TaskRow | null> {
+    await this.cancelUpstream(row, trace);
     const finished = await this.deps.store.finish(row.id, null, {
       state: TaskStates.cancelled,
       statusMessage: 'cancelled by the caller',
@@ -161,10 +181,15 @@ export class TaskEnds {
     return finished;
   }
 
-  private async cancelUpstream(row: TaskRow): Promise<void> {
+  private async cancelUpstream(row: TaskRow, trace?: Record<string, string>): Promise<void> {
     try {
       const target = await this.deps.target(row);
-      await taskRequest(target, 'tasks/cancel', { taskId: row.upstream_task_id }, { timeoutMs: CANCEL_TIMEOUT_MS });
+      await taskRequest(
+        target,
+        'tasks/cancel',
+        { taskId: row.upstream_task_id },
+        { timeoutMs: CANCEL_TIMEOUT_MS, ...(trace !== undefined ? { trace } : {}) },
+      );
     } catch (err) {
       this.deps.log.info('tasks/cancel was not accepted upstream', { task: row.id, code: toWire(err).code });
     }

@@ -1,8 +1,8 @@
-import { SpanKind, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
+import { ROOT_CONTEXT, trace, type Counter, type Histogram, type Meter, type Tracer } from '@opentelemetry/api';
 import { TaskStates, type TaskState } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget } from '@mcpx/mcp-client';
-import { McpAttributes, endWithOutcome } from '@mcpx/telemetry';
+import { McpAttributes, SpanKind, endWithOutcome, traceCarrier } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
 import { EXPIRE_BATCH, type TaskEnds } from './task-ends.js';
 import { lostTask } from './task-outcome.js';
@@ -273,7 +273,7 @@ export class TaskPoller {
     }
   }
 
-  /** One poll of a claimed task: `tasks/get`, and on its end the result, under a `proxy.task.poll` span. */
+  /** One poll of a claimed task: `tasks/get`, and on its end the result, under a `proxy.task.poll` span that its requests carry. */
   private async poll(row: TaskRow): Promise<void> {
     const started = performance.now();
     const span = this.deps.tracer.startSpan('proxy.task.poll', {
@@ -286,6 +286,7 @@ export class TaskPoller {
         'mcpx.task.dialect': row.dialect,
       },
     });
+    const carried = traceCarrier(trace.setSpan(ROOT_CONTEXT, span));
     let outcome = 'ok';
     /** When its get went out (a failed get's next poll waits for what it may still do on its server). */
     let sent: number | undefined;
@@ -299,7 +300,7 @@ export class TaskPoller {
         return;
       }
       sent = Date.now();
-      outcome = await this.get(row, target);
+      outcome = await this.get(row, target, carried);
       this.deps.onPolled?.(row);
     } catch (err) {
       outcome = await this.failed(row, err, sent === undefined ? 0 : Date.now() - sent);
@@ -312,10 +313,11 @@ export class TaskPoller {
     }
   }
 
-  private async get(row: TaskRow, target: TaskWireTarget): Promise<string> {
+  private async get(row: TaskRow, target: TaskWireTarget, carried: Record<string, string>): Promise<string> {
     const era = row.dialect === '2026-07-28' ? 'modern' : 'legacy';
+    const opts = { timeoutMs: GET_TIMEOUT_MS, trace: carried };
     const task = upstreamTaskOf(
-      await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, { timeoutMs: GET_TIMEOUT_MS }),
+      await taskRequest(target, 'tasks/get', { taskId: row.upstream_task_id }, opts),
       era,
       'tasks/get',
     );
@@ -323,7 +325,7 @@ export class TaskPoller {
     const answered = Date.now();
     this.failures.delete(row.id);
     if (isTerminalStatus(task.status)) {
-      await this.deps.ends.ended(row, task, target, era);
+      await this.deps.ends.ended(row, task, target, era, carried);
       return task.status;
     }
     const state = task.status as TaskState;
@@ -350,8 +352,8 @@ export class TaskPoller {
     if (!ok) return task.status;
     if (state !== row.state || message !== row.status_message) this.deps.changed(row, state, message);
     // A question goes to the input-request path; one the connector cannot put to anyone ends the task.
-    const refusal = await this.deps.questions?.polled(row, task, target, era);
-    if (refusal !== undefined) await this.deps.ends.refused(row, refusal);
+    const refusal = await this.deps.questions?.polled(row, task, target, era, carried);
+    if (refusal !== undefined) await this.deps.ends.refused(row, refusal, carried);
     return task.status;
   }
 

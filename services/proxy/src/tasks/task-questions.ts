@@ -66,16 +66,17 @@ export class TaskQuestions {
     task: UpstreamTask,
     target: TaskWireTarget,
     era: 'modern' | 'legacy',
+    trace?: Record<string, string>,
   ): Promise<WireError | undefined> {
     if (task.status !== 'input_required') {
       this.answered.delete(row.id);
       return undefined;
     }
     if (era === 'legacy') {
-      if (!this.streams.has(row.id)) this.openStream(row, target);
+      if (!this.streams.has(row.id)) this.openStream(row, target, trace);
       return undefined;
     }
-    return await this.modernRound(row, task, target);
+    return await this.modernRound(row, task, target, trace);
   }
 
   /** The legacy question stream's end for a task, when this instance holds one (the task's result, or the server's error). */
@@ -96,7 +97,7 @@ export class TaskQuestions {
     this.stopping.abort();
   }
 
-  private openStream(row: TaskRow, target: TaskWireTarget): void {
+  private openStream(row: TaskRow, target: TaskWireTarget, trace: Record<string, string> | undefined): void {
     const withQuestions: TaskWireTarget = {
       ...target,
       serverRequest: (method, params, signal) => this.pushed(row, method, params, signal),
@@ -108,7 +109,7 @@ export class TaskQuestions {
       withQuestions,
       'tasks/result',
       { taskId: row.upstream_task_id },
-      { timeoutMs, signal },
+      { timeoutMs, signal, ...(trace !== undefined ? { trace } : {}) },
     ).then(
       (result): Streamed => ({ result }),
       (err: unknown): Streamed => {
@@ -146,7 +147,12 @@ export class TaskQuestions {
   }
 
   /** A modern round: asked once; its answers (or cancels, when it expired) sent with `tasks/update`. */
-  private async modernRound(row: TaskRow, task: UpstreamTask, target: TaskWireTarget): Promise<WireError | undefined> {
+  private async modernRound(
+    row: TaskRow,
+    task: UpstreamTask,
+    target: TaskWireTarget,
+    trace: Record<string, string> | undefined,
+  ): Promise<WireError | undefined> {
     const questions = normalized(task.inputRequests);
     const keys = Object.keys(questions);
     if (keys.length === 0) return undefined;
@@ -165,7 +171,7 @@ export class TaskQuestions {
         target,
         'tasks/update',
         { taskId: row.upstream_task_id, inputResponses },
-        { timeoutMs: UPDATE_TIMEOUT_MS },
+        { timeoutMs: UPDATE_TIMEOUT_MS, ...(trace !== undefined ? { trace } : {}) },
       );
     } catch (err) {
       // The server refused the answers (a protocol error): the task cannot go on, but it is not lost.

@@ -1,5 +1,5 @@
 import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
-import { SpanKind, type Tracer } from '@opentelemetry/api';
+import { SpanKind, trace, type Tracer } from '@opentelemetry/api';
 import {
   ErrorCodes,
   QueueGroups,
@@ -16,7 +16,7 @@ import {
 import { isPostgresUnavailable } from '@mcpx/db';
 import type { InputGate } from '../input-requests.js';
 import type { Logger } from '@mcpx/log';
-import { endWithOutcome, extractTraceContext } from '@mcpx/telemetry';
+import { endWithOutcome, extractTraceContext, traceCarrier } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
 import { readOutcome, type TaskBroker } from './task-broker.js';
 import { taskView, type TaskRow, type TaskStore } from './task-store.js';
@@ -59,15 +59,17 @@ export function startTaskService(d: {
         reply(msg, { ok: false, error: toWire(e).toJSON() });
         return;
       }
+      const asked = extractTraceContext(msg.headers);
       const span = d.tracer.startSpan(
         `proxy.tasks/${req.op}`,
         {
           kind: SpanKind.SERVER,
           attributes: { 'mcp.account': req.account, ...(req.op !== 'list' ? { 'mcpx.task': req.task } : {}) },
         },
-        extractTraceContext(msg.headers),
+        asked,
       );
-      answerOnce(d, req).then(
+      // What an operation sends the task's server (a cancel's `tasks/cancel`) carries this span.
+      answerOnce(d, req, () => traceCarrier(trace.setSpan(asked, span))).then(
         (value) => {
           endWithOutcome(span);
           reply(msg, { ok: true, value });
@@ -89,10 +91,10 @@ export function startTaskService(d: {
  */
 type ServiceDeps = { store: TaskStore; broker: TaskBroker; inputs?: InputGate };
 
-async function answerOnce(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
+async function answerOnce(d: ServiceDeps, req: TaskRequest, carried: () => Record<string, string>): Promise<unknown> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await answer(d, req);
+      return await answer(d, req, carried);
     } catch (err) {
       if (!isPostgresUnavailable(err)) throw err;
       if (attempt >= 2)
@@ -104,7 +106,7 @@ async function answerOnce(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
   }
 }
 
-async function answer(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
+async function answer(d: ServiceDeps, req: TaskRequest, carried: () => Record<string, string>): Promise<unknown> {
   if (req.op === 'list')
     return { tasks: (await d.store.list(req.account, req.agent, req.limit ?? LIST_DEFAULT)).map(taskView) };
   const row = await d.store.get(req.account, req.task);
@@ -114,7 +116,7 @@ async function answer(d: ServiceDeps, req: TaskRequest): Promise<unknown> {
       return taskView(row);
     case 'cancel': {
       if (isFinalTaskState(row.state)) return taskView(row);
-      const ended = await d.broker.cancel(row);
+      const ended = await d.broker.cancel(row, carried());
       return taskView(ended ?? (await d.store.get(req.account, req.task)) ?? row);
     }
     case 'questions': {
