@@ -122,8 +122,10 @@ describe('ActivityRecorder', () => {
 
   describe("its write timer (a fake clock: the decision when to wake is the recorder's own)", () => {
     afterEach(() => {
-      vi.useRealTimers();
+      // The spy wraps the fake setTimeout: restored first, then the real clock put back (the other
+      // order restored the fake one for good, and every later file of the worker waited forever).
       vi.restoreAllMocks();
+      vi.useRealTimers();
     });
 
     /** A started recorder writing every `flushMs`, and a count of the timers it arms from now on. */
