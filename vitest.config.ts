@@ -14,6 +14,8 @@ export default defineConfig({
     include: ['libs/*/src/**/*.test.ts', 'services/*/src/**/*.test.ts', 'cli/src/**/*.test.ts', 'test/**/*.test.ts'],
     exclude: ['**/node_modules/**', '**/dist-types/**'],
     globalSetup: ['./test/support/global-setup.ts'],
+    // Fails a file that leaves the worker's timers replaced (./test/support/worker-guard.ts).
+    setupFiles: ['./test/support/worker-guard.ts'],
     reporters: ['default', './test/support/count-reporter.ts'],
     // Bounds, not expectations: on a busy 2-core machine with files side by side, a test that
     // starts a dozen CLI processes or a service system takes several times what it takes alone.
