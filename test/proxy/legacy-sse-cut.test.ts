@@ -8,6 +8,7 @@ import { hostileContentTools } from '../servers/content-tools.js';
 import { echoTool, holdTool, startTestMcpServer, type HeldCalls, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { createAgentListing } from '../support/fixtures/agents.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 
@@ -57,22 +58,7 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
       api = new ApiClient(system.apiUrl);
       await api.act('SetMcpServer', { name: 'ls', config: { url: upstream.url, transport: 'sse' } });
-      ({
-        agent: { id: agent },
-      } = await api.act<{ agent: { id: string } }>('CreateAgent', {
-        name: 'sse-cut',
-        definition: { mcpServers: ['ls'] },
-      }));
-      await eventually(
-        async () =>
-          (await api.act<{ tools: Array<{ name: string }> }>('ListAgentTools', { agent })).tools.some(
-            (t) => t.name === 'ls__blob',
-          )
-            ? true
-            : undefined,
-        15_000,
-        'tools projected',
-      );
+      agent = await createAgentListing(api, 'sse-cut', ['ls'], ['ls__blob']);
     }, 120_000);
 
     afterAll(async () => {

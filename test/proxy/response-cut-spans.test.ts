@@ -8,7 +8,8 @@ import { hostileContentTools } from '../servers/content-tools.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { createAgentListing } from '../support/fixtures/agents.js';
+import { InProcessSystem } from '../support/system.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 
 /** The default bound on one answer's body and on one event of an event stream: 8 MiB. */
@@ -45,25 +46,7 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
         upstreams.push(upstream);
         await api.act('SetMcpServer', { name: era, config: { url: upstream.url } });
       }
-      ({
-        agent: { id: agent },
-      } = await api.act<{ agent: { id: string } }>('CreateAgent', {
-        name: 'cut',
-        definition: { mcpServers: ['modern', 'legacy'] },
-      }));
-      await eventually(
-        async () =>
-          (await api.act<{ tools: Array<{ name: string }> }>('ListAgentTools', { agent })).tools.some(
-            (t) => t.name === 'legacy__blob',
-          ) &&
-          (await api.act<{ tools: Array<{ name: string }> }>('ListAgentTools', { agent })).tools.some(
-            (t) => t.name === 'modern__blob',
-          )
-            ? true
-            : undefined,
-        15_000,
-        'tools projected',
-      );
+      agent = await createAgentListing(api, 'cut', ['modern', 'legacy'], ['legacy__blob', 'modern__blob']);
     }, 120_000);
 
     afterAll(async () => {

@@ -8,6 +8,7 @@ import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextK
 import { startTasksUpstream, type SeenTrace, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
+import { createAgentListing } from '../support/fixtures/agents.js';
 import { InProcessSystem, eventually } from '../support/system.js';
 
 /**
@@ -48,22 +49,7 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       tasks = new TaskClient(nc, subjects);
       api = new ApiClient(system.apiUrl);
       await api.act('SetMcpServer', { name: 'tk', config: { url: upstream.url } });
-      ({
-        agent: { id: agent },
-      } = await api.act<{ agent: { id: string } }>('CreateAgent', {
-        name: 'task-trace',
-        definition: { mcpServers: ['tk'] },
-      }));
-      await eventually(
-        async () =>
-          (await api.act<{ tools: Array<{ name: string }> }>('ListAgentTools', { agent })).tools.some(
-            (t) => t.name === 'tk__long-export',
-          )
-            ? true
-            : undefined,
-        15_000,
-        'tools projected',
-      );
+      agent = await createAgentListing(api, 'task-trace', ['tk'], ['tk__long-export']);
     }, 120_000);
 
     afterAll(async () => {
