@@ -5,7 +5,7 @@ import { startTasksUpstream, TASKS_EXTENSION, type TasksUpstream } from '../serv
 import { collectSseMessages } from '../support/fixtures/sse-messages.js';
 import { eventually } from '../support/system.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-import { MODERN_VERSION, post } from './raw-mcp.js';
+import { MODERN_VERSION, modernTaskRequest, post } from './raw-mcp.js';
 
 const TASK_ID = /^tsk_[a-z2-7]{24}$/;
 
@@ -46,28 +46,7 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     });
 
     const modern = (method: string, params: Record<string, unknown>) =>
-      post(
-        sys.urlOf('tasker'),
-        token,
-        {
-          jsonrpc: '2.0',
-          id: 1,
-          method,
-          params: {
-            ...params,
-            _meta: {
-              'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-              'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
-              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-            },
-          },
-        },
-        {
-          'mcp-protocol-version': MODERN_VERSION,
-          'mcp-method': method,
-          'mcp-name': String(params.taskId ?? params.name),
-        },
-      );
+      modernTaskRequest(sys.urlOf('tasker'), token, method, params);
     const legacy = (method: string, params: Record<string, unknown>) =>
       post(
         sys.urlOf('tasker'),

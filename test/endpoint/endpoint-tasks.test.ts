@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { startEverythingServer, type EverythingServer } from '../servers/index.js';
 import { startTasksUpstream, TASKS_EXTENSION, type TasksUpstream } from '../servers/tasks-upstream.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
-import { MODERN_VERSION, post } from './raw-mcp.js';
+import { MODERN_VERSION, post, modernTaskRequest as rawTaskRequest } from './raw-mcp.js';
 
 const TASK_ID = /^tsk_[a-z2-7]{24}$/;
 const anyResult = z.looseObject({});
@@ -75,30 +75,9 @@ describe('endpoint: tasks for the clients that declare them', () => {
   const legacyTaskRequest = (token: string, method: string, params: Json) =>
     post(faceUrl(), token, { jsonrpc: '2.0', id: 1, method, params }, { 'mcp-protocol-version': '2025-11-25' });
 
-  /** A 2026-07-28 task request on the raw wire. */
+  /** A 2026-07-28 task request on the raw wire, to the merged face or a server's. */
   const modernTaskRequest = (token: string, method: string, params: Json, server?: string) =>
-    post(
-      faceUrl(server),
-      token,
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method,
-        params: {
-          ...params,
-          _meta: {
-            'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
-            'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
-            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
-          },
-        },
-      },
-      {
-        'mcp-protocol-version': MODERN_VERSION,
-        'mcp-method': method,
-        'mcp-name': String(params.taskId ?? params.name),
-      },
-    );
+    rawTaskRequest(faceUrl(server), token, method, params);
 
   it('declares tasks (2025 capability, 2026 extension) and lists a task tool with its task support to a 2025 client', async () => {
     const client = await v1Client(tokenA);

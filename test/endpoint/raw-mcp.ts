@@ -2,6 +2,7 @@
  * MCP on the raw wire, for tests that must send what an SDK client never would (a forged
  * `requestState`, an answer bound to other arguments) or compare answers byte for byte.
  */
+import { TASKS_EXTENSION } from '../servers/tasks-upstream.js';
 
 export interface RpcAnswer {
   status: number;
@@ -104,6 +105,41 @@ export function modernCall(
     token,
     { jsonrpc: '2.0', id, method: 'tools/call', params },
     { 'mcp-protocol-version': MODERN_VERSION, 'mcp-method': 'tools/call', 'mcp-name': name },
+  );
+}
+
+/**
+ * A 2026-07-28 request of a client that declares the tasks extension (`tools/call`, `tasks/get`,
+ * `tasks/cancel`…), on the raw wire: the `_meta` envelope, `Mcp-Method`, and `Mcp-Name` from the
+ * task id or the tool's name.
+ */
+export function modernTaskRequest(
+  url: string,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+): Promise<RpcAnswer> {
+  return post(
+    url,
+    token,
+    {
+      jsonrpc: '2.0',
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_VERSION,
+          'io.modelcontextprotocol/clientCapabilities': { extensions: { [TASKS_EXTENSION]: {} } },
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+        },
+      },
+    },
+    {
+      'mcp-protocol-version': MODERN_VERSION,
+      'mcp-method': method,
+      'mcp-name': String(params.taskId ?? params.name),
+    },
   );
 }
 
