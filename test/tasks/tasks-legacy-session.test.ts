@@ -97,8 +97,17 @@ describe('2025-11-25 tasks: the pool run is let go, the session ended with the t
       'the sessions deleted',
     );
     expect(new Set(ends)).toEqual(sessions);
-    const metrics = await (await fetch(`${proxy.internalUrl}/metrics`)).text();
-    expect(metrics).toMatch(/mcpx_proxy_task_sessions_ended_total\{[^}]*outcome="ended"[^}]*\} 2/);
+    // Counted when the DELETE's answer is back, a moment after the server saw the request.
+    const ended = /mcpx_proxy_task_sessions_ended_total\{[^}]*outcome="ended"[^}]*\} (\d+)/;
+    const counted = await eventually(
+      async () => {
+        const n = ended.exec(await (await fetch(`${proxy.internalUrl}/metrics`)).text())?.[1];
+        return n === '2' ? n : undefined;
+      },
+      10_000,
+      'both session ends counted',
+    );
+    expect(counted).toBe('2');
   });
 
   it("a cancelled 2025 task's session is deleted too", async () => {
