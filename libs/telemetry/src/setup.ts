@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { metrics, trace } from '@opentelemetry/api';
-import type { Meter, Tracer } from '@opentelemetry/api';
+import type { Meter, Tracer, TracerProvider as ApiTracerProvider } from '@opentelemetry/api';
 import { PrometheusExporter } from '@opentelemetry/exporter-prometheus';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -13,6 +13,7 @@ import type { SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace';
 import { ATTR_SERVICE_INSTANCE_ID, ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import { safeUrlForTelemetry } from './safe-url.js';
 import { ensureTraceContext } from './trace-context.js';
+import { PropagatingTracerProvider } from './propagating-tracer.js';
 
 export interface TelemetryOptions {
   /** `service.name` resource attribute and the tracer/meter name. */
@@ -57,7 +58,7 @@ export interface Telemetry {
  * process); the API refuses a second registration, so the previous one is disabled first.
  * Services should use the returned tracer/meter; the globals exist for third-party code.
  */
-function registerGlobalProviders(tracerProvider: TracerProvider, meterProvider: MeterProvider): void {
+function registerGlobalProviders(tracerProvider: ApiTracerProvider, meterProvider: MeterProvider): void {
   trace.disable();
   trace.setGlobalTracerProvider(tracerProvider);
   metrics.disable();
@@ -86,7 +87,8 @@ async function close(server: Server): Promise<void> {
 
 /**
  * Sets up tracing and metrics for one service process: a TracerProvider (OTLP/HTTP export when
- * `otlpEndpoint` is set, plus `spanExporter`), a MeterProvider read by a Prometheus exporter, and
+ * `otlpEndpoint` is set, plus `spanExporter`; with neither, spans that only carry their context:
+ * ./propagating-tracer.ts), a MeterProvider read by a Prometheus exporter, and
  * the process's trace context (`async` unless its entry point chose `explicit`: ./trace-context.ts)
  * with the W3C trace-context propagator.
  */
@@ -106,6 +108,8 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
     spanProcessors.push(new BatchSpanProcessor({ exporter }));
   }
   const tracerProvider = new TracerProvider({ resource, spanProcessors });
+  // With no exporter the SDK's spans would be recorded only to be dropped: they carry their context alone.
+  const tracing: ApiTracerProvider = spanProcessors.length > 0 ? tracerProvider : new PropagatingTracerProvider();
 
   // The exporter's own server treats port 0 as "default 9464" and cannot report the port it
   // bound, so it never starts one; we serve its handler from our own server instead.
@@ -113,7 +117,7 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   const meterProvider = new MeterProvider({ resource, readers: [prometheus] });
   const metricsHandler: MetricsHandler = (req, res) => prometheus.getMetricsRequestHandler(req, res);
 
-  registerGlobalProviders(tracerProvider, meterProvider);
+  registerGlobalProviders(tracing, meterProvider);
 
   let server: Server | undefined;
   let metricsUrl: string | undefined;
@@ -158,7 +162,7 @@ export async function setupTelemetry(opts: TelemetryOptions): Promise<Telemetry>
   };
 
   return {
-    tracer: tracerProvider.getTracer(opts.serviceName),
+    tracer: tracing.getTracer(opts.serviceName),
     meter: meterProvider.getMeter(opts.serviceName),
     ...(metricsUrl === undefined ? {} : { metricsUrl }),
     metricsHandler,
