@@ -24,7 +24,14 @@
  * paths' sequential calls interleaved in blocks, which share the box's moment (`BENCH_INTERLEAVED`),
  * and the 32-caller goals from paired blocks of the relay and the endpoint (`BENCH_PAIRED_ROUNDS`).
  * `BENCH_QUICK=1`: the modern rows only.
+ *
+ * Spans: the services run with no span exporter, as the bare relay, so their spans carry only their
+ * context and record nothing (docs/operations.md#trace-context). `BENCH_TRACES=exported` gives the
+ * endpoint and the proxy an OTLP exporter to a loopback sink in this process, which takes and
+ * drops what they send: every span recorded and exported, what tracing costs a deployment.
  */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { availableParallelism, totalmem } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -238,12 +245,37 @@ function cpuCeiling(direct: Row, via: Row): number {
   return via.cpuTotal > 0 ? direct.cpuTotal / via.cpuTotal : 0;
 }
 
+const TRACES_EXPORTED = process.env.BENCH_TRACES === 'exported';
+
+/** An OTLP/HTTP collector that takes every export and keeps nothing (`BENCH_TRACES=exported`). */
+async function startTraceSink(): Promise<{ url: string; server: Server; exports: { count: number } }> {
+  const exports = { count: 0 };
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      exports.count++;
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server, exports };
+}
+
 async function main(): Promise<void> {
   process.stdout.write(`${await benchServiceForm()}\n`);
+  const sink = TRACES_EXPORTED ? await startTraceSink() : undefined;
+  process.stdout.write(
+    sink === undefined
+      ? 'spans: no exporter (context only, nothing recorded; BENCH_TRACES=exported: every span exported)\n'
+      : `spans: exported over OTLP to a loopback sink (${sink.url})\n`,
+  );
   const warnings: string[] = [];
   process.on('warning', (w) => warnings.push(`${w.name}: ${w.message}`));
   const [modernUp, legacyUp] = await Promise.all([startUpstream('modern'), startUpstream('legacy')]);
-  const system = await ProxySystem.start({ proxies: 0, env: { ...BENCH_PROXY_ENV } });
+  const system = await ProxySystem.start({
+    proxies: 0,
+    env: { ...BENCH_PROXY_ENV, ...(sink === undefined ? {} : { OTEL_EXPORTER_OTLP_ENDPOINT: sink.url }) },
+  });
   let proxy: ProxyProcess | undefined;
   let endpoint: ServiceProcess | undefined;
   let baseline: ServiceProcess | undefined;
@@ -578,6 +610,7 @@ async function main(): Promise<void> {
       `CPU-bound ceiling at ${CALLERS} callers (direct CPU per call / the path's, nats-server not counted): endpoint modern ${f(cpuCeiling(mdc, mvc))}×, relay modern ${f(cpuCeiling(mdc, mrc))}×${legacy ? `; endpoint legacy ${f(cpuCeiling(legacy.ldc, legacy.lvc))}×, relay legacy ${f(cpuCeiling(legacy.ldc, legacy.lrc))}×` : ''}`,
       ...(mbs && mbc ? baselineLines('modern', mvs, mvc, mbs, mbc) : []),
       ...(legacy?.lbs && legacy.lbc ? baselineLines('legacy', legacy.lvs, legacy.lvc, legacy.lbs, legacy.lbc) : []),
+      ...(sink === undefined ? [] : [`spans exported: ${sink.exports.count} OTLP requests taken by the sink`]),
       `warnings in this process: ${warnings.length === 0 ? 'none' : `${warnings.length}: ${warnings.slice(0, 2).join('; ')}`}`,
     ];
     process.stdout.write(lines.join('\n') + '\n');
@@ -591,6 +624,7 @@ async function main(): Promise<void> {
     }
     relay?.stop();
     await proxy?.stop();
+    sink?.server.close();
     await system.stop();
     modernUp.stop();
     legacyUp.stop();
