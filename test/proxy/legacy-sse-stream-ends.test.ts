@@ -2,6 +2,8 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError, makeSubjects } from '@mcpx/contracts';
 import { ProxyClient } from '@mcpx/proxy-client';
+import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { echoTool, holdTool, startTestMcpServer, type HeldCalls, type TestMcpServer } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
 import { serviceUrls } from '../support/env.js';
@@ -23,6 +25,7 @@ const TEST_TIMEOUT_MS = 30_000;
  */
 describe('a legacy SSE session whose event stream ends while a call waits', () => {
   const held: HeldCalls = new Map();
+  let telemetry: Telemetry;
   let system: InProcessSystem;
   let nc: NatsConnection;
   let proxy: ProxyClient;
@@ -31,8 +34,9 @@ describe('a legacy SSE session whose event stream ends while a call waits', () =
   let agent: string;
 
   beforeAll(async () => {
+    telemetry = await setupTelemetry({ serviceName: 'mcpx-sse-ends-test', spanExporter: new InMemorySpanExporter() });
     [system, upstream] = await Promise.all([
-      InProcessSystem.start({ logSink: () => {} }),
+      InProcessSystem.start({ telemetry, logSink: () => {} }),
       startTestMcpServer({ era: 'legacy', transport: 'sse', tools: [holdTool(held), echoTool()] }),
     ]);
     nc = await connect({ servers: serviceUrls().nats });
@@ -46,6 +50,7 @@ describe('a legacy SSE session whose event stream ends while a call waits', () =
     await nc?.drain();
     await system?.stop();
     await upstream?.close();
+    await telemetry?.shutdown();
   });
 
   it.each([

@@ -8,14 +8,7 @@ import {
   type Transport,
   type TransportSendOptions,
 } from '@modelcontextprotocol/client';
-import {
-  McpClientError,
-  McpClientErrorCode,
-  McpClientRan,
-  networkCause,
-  RESPONSE_TOO_LARGE,
-  scrub,
-} from './errors.js';
+import { McpClientError, McpClientErrorCode, McpClientRan, networkCause, RESPONSE_TOO_LARGE, scrub } from './errors.js';
 import { isEventStream } from './session-stream.js';
 
 /**
