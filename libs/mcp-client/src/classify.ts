@@ -128,18 +128,28 @@ function cutStandIn(
   if (!(err instanceof ProtocolError) || err.code !== CUT_STAND_IN_CODE) return undefined;
   const data = err.data as { code?: unknown; bound?: { name?: unknown; limit?: unknown } } | null | undefined;
   const bound = data?.bound;
-  if (data?.code !== RESPONSE_TOO_LARGE || typeof bound?.name !== 'string' || typeof bound.limit !== 'number')
+  // The bound is named on spans: a name of the bounds' form only (no server text), never a secret.
+  if (
+    data?.code !== RESPONSE_TOO_LARGE ||
+    typeof bound?.name !== 'string' ||
+    !BOUND_NAME.test(bound.name) ||
+    scrub(bound.name, secrets) !== bound.name ||
+    !Number.isSafeInteger(bound.limit) ||
+    (bound.limit as number) <= 0
+  )
     return undefined;
   return new McpClientError(
     McpClientErrorCode.TransportError,
     `MCP answer was cut at a bound of the connection (the server may have executed the request): ${detailOf(err, secrets)}`,
-    { ...base, ran: McpClientRan.Maybe, bound: { name: bound.name.slice(0, 64), limit: bound.limit } },
+    { ...base, ran: McpClientRan.Maybe, bound: { name: bound.name, limit: bound.limit as number } },
     cause,
   );
 }
 
 /** The JSON-RPC code of the stand-in answer for a cut stream ({@link cutStandIn}); its `data.code` is {@link RESPONSE_TOO_LARGE}. */
 const CUT_STAND_IN_CODE = -32000;
+/** The form of a bound's name (`maxSseEventBytes`, `maxBodyBytes`, `deadlineMs`…). */
+const BOUND_NAME = /^[a-z][A-Za-z]{0,47}$/;
 
 /** The SDK's own failures (timeout, closed, era) and a server's JSON-RPC error, typed; `undefined` for any other error. */
 function sdkErrorOf(
