@@ -12,6 +12,7 @@ import {
   ListPromptsRequestSchema,
   ListToolsRequestSchema,
   McpError,
+  type Prompt,
   type Tool,
 } from '@modelcontextprotocol/sdk/types.js';
 import { modernMcpHandler } from './modern-mcp-handler.js';
@@ -31,8 +32,11 @@ export interface TestMcpServerOptions {
   transport?: 'http' | 'sse' | 'both';
   /** Default: `echo` and `add`. */
   tools?: TestTool[];
-  /** Legacy: declare prompts and answer `prompts/list` with one prompt (`greet`). */
-  prompts?: boolean;
+  /**
+   * Legacy: declare prompts and answer `prompts/list` with one prompt (`greet`), or with the
+   * prompts given (e.g. one whose description is larger than a bound of the client).
+   */
+  prompts?: boolean | Prompt[];
   /** Paginate `tools/list` with this many tools per page. */
   pageSize?: number;
   /** With `pageSize`: every `nextCursor` points back to the first page (a misbehaving server). */
@@ -104,6 +108,12 @@ export interface TestMcpServer {
    * (legacy) or every open `subscriptions/listen` stream (modern, dual).
    */
   setTools(tools: TestTool[]): void;
+  /**
+   * Legacy SSE: breaks every session's event stream now, `end`ing it (the server closes the
+   * response) or `reset`ting its socket (as a crash or a network fault does). Each session is
+   * gone on the server after it; returns how many streams were broken.
+   */
+  breakSseStreams(how: 'end' | 'reset'): number;
   /** Close every session and socket, then the listener. */
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
@@ -131,8 +141,16 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
   const mode = era === 'legacy' ? (opts.transport ?? 'http') : 'http';
   const host = opts.host ?? '127.0.0.1';
   let tools = opts.tools ?? defaultTools();
+  const prompts: Prompt[] | undefined =
+    opts.prompts === true
+      ? [{ name: 'greet', description: 'Says hello.' }]
+      : Array.isArray(opts.prompts)
+        ? opts.prompts
+        : undefined;
   const sessions = new Map<string, Session>();
   const sockets = new Set<Socket>();
+  /** The open event streams of legacy SSE sessions. */
+  const sseStreams = new Set<ServerResponse>();
   const stats: TestMcpServerStats = {
     handshakes: 0,
     discovers: 0,
@@ -154,12 +172,9 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
 
   function createSessionServer(counts: SessionCounts): Server {
     const server = new Server(SERVER_INFO, {
-      capabilities: { tools: { listChanged: true }, ...(opts.prompts === true ? { prompts: {} } : {}) },
+      capabilities: { tools: { listChanged: true }, ...(prompts !== undefined ? { prompts: {} } : {}) },
     });
-    if (opts.prompts === true)
-      server.setRequestHandler(ListPromptsRequestSchema, () => ({
-        prompts: [{ name: 'greet', description: 'Says hello.' }],
-      }));
+    if (prompts !== undefined) server.setRequestHandler(ListPromptsRequestSchema, () => ({ prompts }));
     server.setRequestHandler(ListToolsRequestSchema, (request) => {
       stats.listCalls += 1;
       counts.lists += 1;
@@ -321,6 +336,8 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
     const counts: SessionCounts = { lists: 0, calls: 0, streams: 1 };
     const server = createSessionServer(counts);
     const transport = new SSEServerTransport('/messages', res);
+    sseStreams.add(res);
+    res.once('close', () => sseStreams.delete(res));
     transport.onclose = () => {
       sessions.delete(transport.sessionId);
     };
@@ -430,6 +447,15 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
           // A session whose stream is gone just misses the notification.
         });
       }
+    },
+    breakSseStreams(how: 'end' | 'reset'): number {
+      const open = [...sseStreams];
+      sseStreams.clear();
+      for (const res of open) {
+        if (how === 'end') res.end();
+        else res.socket?.resetAndDestroy();
+      }
+      return open.length;
     },
     close,
     [Symbol.asyncDispose]: close,

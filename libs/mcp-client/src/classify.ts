@@ -15,6 +15,7 @@ import {
   McpClientRan,
   networkCause,
   RefusedRpcError,
+  RESPONSE_TOO_LARGE,
   scrub,
   UNSUPPORTED_PROTOCOL_VERSION,
   type McpClientErrorDetails,
@@ -39,6 +40,11 @@ export interface ClassifyContext {
   era?: 'modern' | 'legacy';
   /** What the failed request may have run, when the caller knows (the call path: {@link callRan}). */
   ran?: McpClientRan;
+  /**
+   * What the connection's transport knows of a failure that it caused (a legacy SSE session whose
+   * event stream ended: `sseStreamFailure`), or `undefined` to classify it as it is.
+   */
+  transportFailure?: (err: unknown) => McpClientError | undefined;
 }
 
 /**
@@ -61,6 +67,10 @@ function classify(err: unknown, signal: AbortSignal | undefined, ctx: ClassifyCo
   if (signal?.aborted) {
     return new McpClientError(McpClientErrorCode.Cancelled, 'MCP request cancelled', base, cause);
   }
+  const known = ctx.transportFailure?.(err);
+  if (known !== undefined) return known;
+  const cut = cutStandIn(err, secrets, base, cause);
+  if (cut !== undefined) return cut;
   const sdk = sdkErrorOf(err, secrets, base, cause);
   if (sdk !== undefined) return sdk;
   if (err instanceof UnauthorizedError) {
@@ -100,6 +110,46 @@ function classify(err: unknown, signal: AbortSignal | undefined, ctx: ClassifyCo
     cause,
   );
 }
+
+/**
+ * The JSON-RPC error that stands in for an event stream the connection's fetch cut at a bound
+ * (`@mcpx/outbound`'s `cutoffEvents`: code -32000, `data: {code: 'response_too_large', bound}`),
+ * ending a POST's stream so the request fails at once: the answer was lost (`transport_error`,
+ * `ran: maybe`, `details.bound`), not the server's error. Decided by code and data, never by the
+ * text. A server can send the same error itself; it then only passes for what it could cause
+ * anyway by sending an answer over the bound.
+ */
+function cutStandIn(
+  err: unknown,
+  secrets: readonly string[],
+  base: McpClientErrorDetails,
+  cause: { cause: unknown },
+): McpClientError | undefined {
+  if (!(err instanceof ProtocolError) || err.code !== CUT_STAND_IN_CODE) return undefined;
+  const data = err.data as { code?: unknown; bound?: { name?: unknown; limit?: unknown } } | null | undefined;
+  const bound = data?.bound;
+  // The bound is named on spans: a name of the bounds' form only (no server text), never a secret.
+  if (
+    data?.code !== RESPONSE_TOO_LARGE ||
+    typeof bound?.name !== 'string' ||
+    !BOUND_NAME.test(bound.name) ||
+    scrub(bound.name, secrets) !== bound.name ||
+    !Number.isSafeInteger(bound.limit) ||
+    (bound.limit as number) <= 0
+  )
+    return undefined;
+  return new McpClientError(
+    McpClientErrorCode.TransportError,
+    `MCP answer was cut at a bound of the connection (the server may have executed the request): ${detailOf(err, secrets)}`,
+    { ...base, ran: McpClientRan.Maybe, bound: { name: bound.name, limit: bound.limit as number } },
+    cause,
+  );
+}
+
+/** The JSON-RPC code of the stand-in answer for a cut stream ({@link cutStandIn}); its `data.code` is {@link RESPONSE_TOO_LARGE}. */
+const CUT_STAND_IN_CODE = -32000;
+/** The form of a bound's name (`maxSseEventBytes`, `maxBodyBytes`, `deadlineMs`…). */
+const BOUND_NAME = /^[a-z][A-Za-z]{0,47}$/;
 
 /** The SDK's own failures (timeout, closed, era) and a server's JSON-RPC error, typed; `undefined` for any other error. */
 function sdkErrorOf(

@@ -17,6 +17,7 @@ import { elicitationAnswerer, type ElicitationHandler, type SamplingHandler } fr
 import type { CallToolOptions, McpTransportKind } from './mcp-connection.js';
 import type { TaskWireTarget } from './tasks.js';
 import { traceMeta } from './call-request.js';
+import { HeaderedSseTransport, sseStreamFailure } from './sse-transport.js';
 import { type LegacyTarget, type ModernTarget, type ToolCallTarget } from './call-target.js';
 import type { FetchObservations } from './tracked-fetch.js';
 import type { ListedTools } from './listed-tools.js';
@@ -64,6 +65,9 @@ export interface ConnectionContext {
 /** The error classifier's context for a failure on `core`. */
 export function classifyContextOf(core: ConnectionCore, secrets: readonly string[]): ClassifyContext {
   const ctx: ClassifyContext = { secrets, transport: core.kind, era: core.verdict.era };
+  // A legacy SSE session whose event stream ended fails its waiting requests (./sse-transport.ts).
+  if (core.sdkTransport instanceof HeaderedSseTransport)
+    ctx.transportFailure = (err) => sseStreamFailure(core.sdkTransport, err, secrets);
   if (core.observations.wwwAuthenticate !== undefined) ctx.wwwAuthenticate = core.observations.wwwAuthenticate;
   return ctx;
 }

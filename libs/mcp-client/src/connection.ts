@@ -39,7 +39,6 @@ import type {
   ToolsWithHints,
 } from './mcp-connection.js';
 import type { TaskWireTarget } from './tasks.js';
-import { sseCutFailure } from './sse-transport.js';
 import { toolCall } from './tool-call.js';
 import { traceMeta } from './call-request.js';
 
@@ -125,8 +124,7 @@ export class Connection implements McpConnection {
         const result = (await core.client.request({ method, params: sent }, options)) as Record<string, unknown>;
         return this.#scrubbed(result);
       } catch (error) {
-        const failure = sseCutFailure(core.sdkTransport, error) ?? error;
-        throw classifyMcpError(failure, opts.signal, this.#classifyContext(core));
+        throw classifyMcpError(error, opts.signal, this.#classifyContext(core));
       }
     }, opts.signal);
   }
@@ -224,10 +222,9 @@ export class Connection implements McpConnection {
     try {
       return this.#scrubbed(await core.client.request({ method: 'tools/call', params: sent }, options));
     } catch (error) {
-      // A cut session stream lost the answer (./sse-transport.ts). The SDK says nothing of whether
-      // its POST went out: what ran follows from its error's type.
-      const failure = sseCutFailure(core.sdkTransport, error) ?? error;
-      throw classifyMcpError(failure, opts.signal, { ...this.#classifyContext(core), ran: callRan(failure, false) });
+      // The SDK says nothing of whether its POST went out: what ran follows from its error's type
+      // (a session stream that ended lost the answer: ./sse-transport.ts).
+      throw classifyMcpError(error, opts.signal, { ...this.#classifyContext(core), ran: callRan(error, false) });
     }
   }
 

@@ -28,6 +28,29 @@ describe('classifyMcpError', () => {
     expect(error.message).toContain('bad cursor');
   });
 
+  it('takes the stand-in answer of a stream cut at a bound for the cut, naming the bound; not a look-alike', () => {
+    const message =
+      'response from http://127.0.0.1:1 too large: more than 8 MiB (bound maxSseEventBytes = 8388608 bytes)';
+    const standIn = (data: unknown): ProtocolError => new ProtocolError(-32000, message, data);
+    const bound = { name: 'maxSseEventBytes', limit: 8388608 };
+    const cut = classifyMcpError(standIn({ code: 'response_too_large', bound }), undefined, { transport: 'http' });
+    expect(cut).toMatchObject({ code: 'transport_error', ran: 'maybe', details: { bound, transport: 'http' } });
+    expect(cut.message).toContain('(bound maxSseEventBytes = 8388608 bytes)');
+    // Another -32000, another data code, a bound not of a bound's form or naming a secret: the server's error.
+    const secret = 'sk-live-0123456789';
+    for (const data of [
+      undefined,
+      { code: 'other', bound },
+      { code: 'response_too_large', bound: { name: 'max bytes <script>', limit: 1 } },
+      { code: 'response_too_large', bound: { name: secret.replace(/[^a-z]/g, ''), limit: 1 } },
+      { code: 'response_too_large', bound: { name: 'maxBodyBytes', limit: -1 } },
+    ]) {
+      const error = classifyMcpError(standIn(data), undefined, { secrets: [secret.replace(/[^a-z]/g, '')] });
+      expect(error).toMatchObject({ code: 'protocol_error', mcpCode: -32000 });
+      expect(error.details.bound).toBeUndefined();
+    }
+  });
+
   it('maps a closed connection to transport_error', () => {
     expect(classifyMcpError(new SdkError(SdkErrorCode.ConnectionClosed, 'Connection closed')).code).toBe(
       'transport_error',

@@ -45,6 +45,14 @@ export const McpClientRan = {
 } as const;
 export type McpClientRan = (typeof McpClientRan)[keyof typeof McpClientRan];
 
+/**
+ * The stable `code` of the error a body cut at a bound of the connection's fetch errors with
+ * (`@mcpx/outbound`'s `OutboundErrorCode.responseTooLarge`), and the `data.code` of the JSON-RPC
+ * error that stands in for a POST's event stream cut there: decided by code, as that library is
+ * not a dependency of this one.
+ */
+export const RESPONSE_TOO_LARGE = 'response_too_large';
+
 export interface McpClientErrorDetails {
   /** HTTP status of the failing response, when there was one. */
   status?: number;
@@ -60,6 +68,11 @@ export interface McpClientErrorDetails {
   socketCode?: string;
   /** What the failed request may have run; unset: {@link defaultRan} of the code. */
   ran?: McpClientRan;
+  /**
+   * The bound of the connection's fetch that cut the request's answer (`@mcpx/outbound`'s
+   * `maxSseEventBytes`, `maxBodyBytes`…, and its limit), when a cut is why it failed.
+   */
+  bound?: { name: string; limit: number };
 }
 
 /**

@@ -32,7 +32,7 @@ import type { ConnectionPool } from './connection-pool.js';
 import type { InputGate } from './input-requests.js';
 import { relayWithInputs, type RelaySend } from './relay-inputs.js';
 import type { OAuthTokens } from './oauth-tokens.js';
-import { toWire } from './wire-errors.js';
+import { markResponseCut, toWire } from './wire-errors.js';
 import { takeRequest } from './relay-replies.js';
 import { RelayCache, credentialsDigest } from './relay-cache.js';
 
@@ -287,6 +287,8 @@ export class RelayRequests {
     try {
       return await this.relay(req, span, trace.setSpan(parent, span));
     } catch (err) {
+      // An answer the outbound bounds cut, as on a call's span (the cut itself is counted where it is heard).
+      markResponseCut(span, err);
       const wire = relayError(err, req);
       outcome = wire.code;
       if (wire.code === ErrorCodes.internal)

@@ -109,11 +109,15 @@ export function beforeSend(err: unknown): unknown {
 
 /**
  * Adds `outbound.response_cut` to a request's span when `err`, what the request failed with, is
- * (or was caused by) the outbound bounds cutting its answer. The proxy's trace context does not
- * follow awaits, so the span is the one the request holds, not the one active where the cut is
- * heard (docs/operations.md#trace-context).
+ * (or was caused by) the outbound bounds cutting its answer: the outbound error among its causes,
+ * or the bound an MCP client error names (a cut event stream whose stand-in answer came back:
+ * `McpClientError.details.bound`). The proxy's trace context does not follow awaits, so the span
+ * is the one the request holds, not the one active where the cut is heard
+ * (docs/operations.md#trace-context).
  */
 export function markResponseCut(span: Span, err: unknown): void {
   const cut = findOutboundError(err);
   if (cut?.code === OutboundErrorCode.responseTooLarge) addResponseCutEvent(span, cut);
+  else if (err instanceof McpClientError && err.details.bound !== undefined)
+    addResponseCutEvent(span, { details: { bound: err.details.bound } });
 }
