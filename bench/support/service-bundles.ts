@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -19,13 +19,13 @@ export async function benchServiceForm(): Promise<string> {
     delete process.env.MCPX_BASELINE_BUNDLES;
     return 'services: from their sources through tsx (BENCH_FROM_SOURCES=1)';
   }
-  const own = mkdtempSync(join(tmpdir(), 'mcpx-bench-bundles-'));
+  const own = bundleFolder('mcpx-bench-bundles-');
   await buildBundles(own);
   process.env.MCPX_TEST_BUNDLES = own;
   const baseline = process.env.BENCH_BASELINE_ROOT;
   // BENCH_BASELINE_FROM_SOURCES=1: the baseline through tsx (the two forms of the same code side by side).
   if (baseline !== undefined && process.env.BENCH_BASELINE_FROM_SOURCES !== '1') {
-    const dir = mkdtempSync(join(tmpdir(), 'mcpx-bench-baseline-bundles-'));
+    const dir = bundleFolder('mcpx-bench-baseline-bundles-');
     const bundler = (await import(pathToFileURL(join(ROOT, 'scripts', 'bundle.ts')).href)) as {
       bundle(outDir: string, entries: Readonly<Record<string, string>>, root: string): Promise<void>;
     };
@@ -34,6 +34,13 @@ export async function benchServiceForm(): Promise<string> {
     process.env.MCPX_BASELINE_BUNDLES = dir;
   }
   return 'services: from their bundles, as the image runs them (BENCH_FROM_SOURCES=1: through tsx)';
+}
+
+/** A folder for a run's bundles (some 30 MB), removed when the bench's process exits. */
+function bundleFolder(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  return dir;
 }
 
 /**
