@@ -29,19 +29,22 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     let proxy: ProxyClient;
     let tasks: TaskClient;
     let upstream: TasksUpstream;
+    /** Its tasks outlive their ttl of 1.5 s. */
+    let short: TasksUpstream;
     let api: ApiClient;
     let agent: string;
 
     beforeAll(async () => {
       installTraceContext(kind);
       telemetry = await setupTelemetry({ serviceName: 'mcpx-task-trace-test', spanExporter: exporter });
-      [system, upstream] = await Promise.all([
+      [system, upstream, short] = await Promise.all([
         InProcessSystem.start({
           telemetry,
           logSink: () => {},
           env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' },
         }),
         startTasksUpstream({ durationMs: 1_500, pollIntervalMs: 200 }),
+        startTasksUpstream({ pollIntervalMs: 200, ttlMs: 1_500 }),
       ]);
       nc = await connect({ servers: serviceUrls().nats });
       const subjects = makeSubjects(system.env.NATS_PREFIX ?? '');
@@ -49,13 +52,15 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       tasks = new TaskClient(nc, subjects);
       api = new ApiClient(system.apiUrl);
       await api.act('SetMcpServer', { name: 'tk', config: { url: upstream.url } });
-      agent = await createAgentListing(api, 'task-trace', ['tk'], ['tk__long-export']);
+      await api.act('SetMcpServer', { name: 'tks', config: { url: short.url } });
+      agent = await createAgentListing(api, 'task-trace', ['tk', 'tks'], ['tk__long-export', 'tks__never-ends']);
     }, 120_000);
 
     afterAll(async () => {
       await nc?.drain();
       await system?.stop();
       await upstream?.close();
+      await short?.close();
       await telemetry?.shutdown();
       installTraceContext('async');
     });
@@ -64,14 +69,14 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       `00-${span.spanContext().traceId}-${span.spanContext().spanId}-01`;
     const sent = (method: string): SeenTrace[] => upstream.stats.traces.filter((t) => t.method === method);
 
-    /** A task of `tk__long-export`, answered with its handle (the call's bound passes first). */
-    const startTask = async (run: string, format: string): Promise<string> => {
+    /** A task of `tool`, answered with its handle (the call's bound passes first). */
+    const startTask = async (run: string, format: string, tool = 'tk__long-export'): Promise<string> => {
       const out = await proxy.call({
         account: api.principal,
         agent,
         run,
-        tool: 'tk__long-export',
-        arguments: { format },
+        tool,
+        arguments: tool === 'tk__long-export' ? { format } : {},
         task: true,
         timeoutMs: 300,
       });
@@ -116,6 +121,20 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       );
       const tp = traceparent(cancel);
       expect(sent('tasks/cancel').filter((c) => c.header === tp && c.meta === tp)).toHaveLength(1);
+    });
+
+    it("an expired task's tasks/cancel carries its proxy.task.expire span's context", async () => {
+      const id = await startTask(`expire-${kind}`, '', 'tks__never-ends');
+      const expiry = await eventually(
+        async () =>
+          exporter.getFinishedSpans().find((s) => s.name === 'proxy.task.expire' && s.attributes['mcpx.task'] === id),
+        20_000,
+        'the proxy.task.expire span',
+      );
+      expect(expiry.attributes['mcpx.outcome']).toBe('ok');
+      const tp = traceparent(expiry);
+      const cancels = short.stats.traces.filter((t) => t.method === 'tasks/cancel');
+      expect(cancels.filter((c) => c.header === tp && c.meta === tp)).toHaveLength(1);
     });
   },
 );

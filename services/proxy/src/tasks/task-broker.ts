@@ -97,6 +97,7 @@ export class TaskBroker {
       store: deps.store,
       instance: deps.instance,
       log: deps.log,
+      tracer: deps.tracer,
       target,
       shape: deps.shape,
       questions: this.questions,

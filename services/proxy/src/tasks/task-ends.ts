@@ -1,5 +1,7 @@
 import { ErrorCodes, TaskStates, type WireError, encodePayload, type TaskState } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
+import { McpAttributes, SpanKind, endWithOutcome, traceCarrier, type Tracer } from '@mcpx/telemetry';
+import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { ProtocolError, taskRequest, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import { toWire } from '../wire-errors.js';
 import { toolError, type StoredOutcome } from './task-outcome.js';
@@ -16,6 +18,8 @@ export interface TaskEndsDeps {
   store: TaskStore;
   instance: string;
   log: Logger;
+  /** Each expiry's `proxy.task.expire` span, whose context its `tasks/cancel` carries. */
+  tracer: Tracer;
   /** Where a task's requests go now (the creating instance's live target first). */
   target: (row: TaskRow) => Promise<TaskWireTarget>;
   /** A completed task's result as the call would have answered it, bounded as a call's reply is. */
@@ -153,7 +157,7 @@ export class TaskEnds {
       });
       if (finished === null) continue;
       this.deps.close(finished, 'task_expired');
-      void this.cancelUpstream(finished);
+      void this.cancelExpired(finished);
     }
     return rows.length;
   }
@@ -181,7 +185,28 @@ export class TaskEnds {
     return finished;
   }
 
-  private async cancelUpstream(row: TaskRow, trace?: Record<string, string>): Promise<void> {
+  /** An expired task's `tasks/cancel`, under a `proxy.task.expire` span of its own (the sweep answers no caller). */
+  private async cancelExpired(row: TaskRow): Promise<void> {
+    const span = this.deps.tracer.startSpan(
+      'proxy.task.expire',
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'mcp.account': row.account_id,
+          'mcpx.task': row.id,
+          [McpAttributes.server]: row.server,
+          [McpAttributes.methodName]: 'tasks/cancel',
+          'mcpx.task.dialect': row.dialect,
+        },
+      },
+      ROOT_CONTEXT,
+    );
+    const code = await this.cancelUpstream(row, traceCarrier(trace.setSpan(ROOT_CONTEXT, span)));
+    endWithOutcome(span, code);
+  }
+
+  /** Asks the task's server to cancel it: undefined when it accepted, else the refusal's code (logged; the task ends all the same). */
+  private async cancelUpstream(row: TaskRow, trace?: Record<string, string>): Promise<string | undefined> {
     try {
       const target = await this.deps.target(row);
       await taskRequest(
@@ -190,8 +215,11 @@ export class TaskEnds {
         { taskId: row.upstream_task_id },
         { timeoutMs: CANCEL_TIMEOUT_MS, ...(trace !== undefined ? { trace } : {}) },
       );
+      return undefined;
     } catch (err) {
-      this.deps.log.info('tasks/cancel was not accepted upstream', { task: row.id, code: toWire(err).code });
+      const { code } = toWire(err);
+      this.deps.log.info('tasks/cancel was not accepted upstream', { task: row.id, code });
+      return code;
     }
   }
 }
