@@ -63,7 +63,14 @@ function extraTool(n: number): TestTool {
   };
 }
 
-const RETRYABLE = new Set(['transport_error', 'call_lost', 'timeout']);
+/**
+ * Faults of the kill that a runtime retries for this idempotent tool: nothing ran
+ * (`transport_error`), or it may have run and running it again is harmless (`call_lost`, `timeout`).
+ */
+const FAULTS = new Set(['transport_error', 'call_lost', 'timeout']);
+/** Retries of a call after faults, and after refusals that say when to come back (a limit met). */
+const MAX_FAULT_RETRIES = 8;
+const MAX_REFUSAL_RETRIES = 100;
 
 export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNodeResult> {
   const log = opts.log ?? ((l: string) => process.stdout.write(`${l}\n`));
@@ -127,7 +134,7 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
         const t = tenants[w % tenants.length]!;
         const run = `${t.label}-w${w}-${runsStarted++}`;
         for (let c = 0; c < callsPerRun; c++) {
-          for (let attempt = 0; ; attempt++) {
+          for (let faults = 0, refusals = 0; ;) {
             const t0 = Date.now();
             try {
               const out = await s.call(t.agent, run, 'srv__whoami', {}, { account: t.api.principal, timeoutMs: 5_000 });
@@ -137,7 +144,15 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
             } catch (err) {
               const code = err instanceof WireError ? err.code : 'other';
               retried[code] = (retried[code] ?? 0) + 1;
-              if (!(err instanceof WireError) || !RETRYABLE.has(err.code) || attempt >= 8) throw err;
+              if (!(err instanceof WireError)) throw err;
+              // A refusal that ran nothing and says when to come back (the proxy's per-server call
+              // rate, which a fast box's load meets): retried after its hint, as a runtime does.
+              if (err.retryable && err.retryAfterMs !== undefined && !FAULTS.has(err.code)) {
+                if (++refusals > MAX_REFUSAL_RETRIES) throw err;
+                await new Promise((r) => setTimeout(r, err.retryAfterMs));
+                continue;
+              }
+              if (!FAULTS.has(err.code) || ++faults > MAX_FAULT_RETRIES) throw err;
               await new Promise((r) => setTimeout(r, 250));
             }
           }
@@ -255,7 +270,13 @@ export async function runMultiNode(opts: MultiNodeOptions = {}): Promise<MultiNo
     }
 
     const report =
-      `multi-node: calls ${formatSummary(summary)} (errors retried by the runtime); runs of ${callsPerRun} calls: ${runsCompleted} of ${runsStarted} completed, ${runs.errors} failed; ` +
+      `multi-node: calls ${formatSummary(summary)} (errors retried by the runtime); runs of ${callsPerRun} calls: ${runsCompleted} of ${runsStarted} completed, ${runs.errors} failed${
+        runs.errors > 0
+          ? ` (${Object.entries(runs.errorsByCode)
+              .map(([c, n]) => `${c} ${n}`)
+              .join(', ')})`
+          : ''
+      }; ` +
       `isolation violations ${isolationViolations}; discoveries ${discoveries}; longest gap without a call answered ${longestGapMs} ms after the kill; ` +
       `NATS node back in the cluster ${natsRejoinMs} ms after its restart; the new proxy on it waited ${newProxyRetries} retries; agent-tools-changed ${eventsChecked} events checked, ${eventGaps.length} gaps`;
     log(report);
