@@ -116,6 +116,22 @@ describe('discovery', () => {
     expect(broken.requests).toBe(1);
   });
 
+  it('dials once more when the server closes the connection before answering, and only once', async () => {
+    const upstream = track(await startTestMcpServer({ era: 'dual' }));
+    const api = h.api();
+    // A kept-alive connection the server closes as it is reused, or a restart: the first request gets no answer.
+    const once = track(await startFrontServer({ mode: 'drop', target: upstream.url, drops: 1 }));
+    const { server } = await api.act('SetMcpServer', { name: 'dropped-once', config: { url: `${once.origin}/mcp` } });
+    expect(server.status).toMatchObject({ state: 'ok', era: 'modern' });
+    expect(server.tools.map((t: { name: string }) => t.name).sort()).toEqual(['add', 'echo']);
+    // A server that drops every connection: the error after two tries, not a loop.
+    const always = track(await startFrontServer({ mode: 'drop', target: upstream.url, drops: 1_000 }));
+    const failed = (await api.act('SetMcpServer', { name: 'dropped', config: { url: `${always.origin}/mcp` } })).server;
+    expect(failed.status.state).toBe('error');
+    expect(failed.status.error).toContain('other side closed');
+    expect(always.requests).toBe(2);
+  });
+
   it('saves a server that is down, with the exact connect error', async () => {
     const port = await freePort();
     const { server } = await h

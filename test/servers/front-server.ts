@@ -14,12 +14,16 @@ import { listenOnLoopback } from './loopback.js';
  * - `forward`: passes every request to `target` (streams, SSE included), optionally after a delay,
  *   and records the JSON-RPC bodies it forwarded (to see what the client sent, e.g. `clientInfo`);
  * - `echo`: answers every request with `status` and a body that echoes the request headers back
- *   (a misbehaving server that would reflect a secret into an error message).
+ *   (a misbehaving server that would reflect a secret into an error message);
+ * - `drop`: closes the connection of its first `drops` requests once it has read them, answering
+ *   nothing (a server that closes a kept-alive connection as it is reused, or restarts), and
+ *   forwards the rest to `target`.
  */
 export type FrontServerOptions =
   | { mode: 'redirect'; target: string }
   | { mode: 'forward'; target: string; delayMs?: number }
-  | { mode: 'echo'; status: number };
+  | { mode: 'echo'; status: number }
+  | { mode: 'drop'; target: string; drops: number };
 
 export interface FrontServer {
   /** `http://127.0.0.1:PORT` (no path: append the path the target serves). */
@@ -84,6 +88,10 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
       return;
     }
     const body = await readAll(req);
+    if (opts.mode === 'drop' && state.requests <= opts.drops) {
+      req.socket.destroy();
+      return;
+    }
     if (body.length > 0) {
       try {
         state.bodies.push(JSON.parse(body.toString('utf8')));
@@ -91,7 +99,7 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
         // not JSON: not recorded
       }
     }
-    if (opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
+    if (opts.mode === 'forward' && opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));
     const target = new URL(req.url ?? '/', opts.target);
     forwardRequest(req, res, target, { ...req.headers, host: target.host }, body);
   }

@@ -3,6 +3,8 @@ import {
   CONNECTOR_CAPABILITIES,
   connectMcp,
   explainConnectFailure,
+  McpClientError,
+  McpClientErrorCode,
   resourceMetadataUrl,
   type EraVerdict,
   type McpConnection,
@@ -140,7 +142,9 @@ export class DiscoveryProbe {
     let headers = sent;
     // Set once an OAuth client credentials token was renewed for this probe.
     let renewedClientToken = false;
-    for (let renewed = false; ; renewed = true) {
+    // Set once a connection the server dropped was dialled again.
+    let redialed = false;
+    for (let renewed = false; ;) {
       // The verdict is looked up under the headers actually sent: a renewed credential is another auth context.
       const authContext = authContextOf(server.config.url, headers);
       const prior = withoutPrior ? undefined : await this.deps.verdicts.prior(server, authContext);
@@ -163,6 +167,12 @@ export class DiscoveryProbe {
         return { conn, authContext, prior };
       } catch (err) {
         if (deadline.signal?.aborted === true) return deadline.passed();
+        // A server that took the connection and closed it before answering (a kept-alive socket it
+        // closed as it was reused, a restart): the handshake is only read, so it is tried once more.
+        if (!redialed && droppedByServer(err)) {
+          redialed = true;
+          continue;
+        }
         const e = err as { code?: string; message?: string; wwwAuthenticate?: string };
         const challenge = e.code === 'unauthorized' ? resourceMetadataUrl(e.wwwAuthenticate) : undefined;
         // A refused credential that can be renewed (a vendor token, a client credentials token): renew it, try once more.
@@ -179,6 +189,7 @@ export class DiscoveryProbe {
         }
         if (next !== null) {
           headers = next;
+          renewed = true;
           renewedClientToken = target.renew === undefined;
           continue;
         }
@@ -317,4 +328,23 @@ export class DiscoveryProbe {
       { kind: SpanKind.CLIENT },
     );
   }
+}
+
+/** Socket errors of a connection the server closed or reset before its answer came. */
+const DROPPED = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/** Whether a connect failed because the server dropped the connection (no answer was read; not a refusal, a timeout or a name). */
+function droppedByServer(err: unknown): boolean {
+  if (
+    !(err instanceof McpClientError) ||
+    (err.code !== McpClientErrorCode.ConnectFailed && err.code !== McpClientErrorCode.TransportError)
+  )
+    return false;
+  let current: unknown = err.cause;
+  for (let depth = 0; depth < 6 && current instanceof Error; depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && DROPPED.has(code)) return true;
+    current = current.cause;
+  }
+  return false;
 }
