@@ -5,6 +5,10 @@
 // Needs the machine's Postgres (DATABASE_URL) and Redis (REDIS_URL), and nats-server on the PATH.
 import { parseArgs } from 'node:util';
 import { runMultiNode } from '../test/ops/support/multi-node-run.js';
+import { benchServiceForm } from './support/service-bundles.js';
+
+// The services run from their bundles, as the image runs them (BENCH_FROM_SOURCES=1: through tsx).
+process.stdout.write(`${await benchServiceForm()}\n`);
 
 const { values } = parseArgs({
   options: { 'phase-ms': { type: 'string' }, accounts: { type: 'string' }, concurrency: { type: 'string' } },
