@@ -1,5 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { WireError, agentToolsReplyValue, lambdaToolReplyValue, type LambdaToolReply } from '@mcpx/contracts';
+import {
+  WireError,
+  agentToolsReplyValue,
+  lambdaToolDocument,
+  lambdaToolReplyValue,
+  type LambdaToolReply,
+} from '@mcpx/contracts';
 import { ProjectorHarness, remoteTools } from '../support/projector-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -219,6 +225,30 @@ describe('lambdas and mcp tools', () => {
     const bad = await lambda(h, 'set', { agent: 'a1', name: 'bad name!', document: {} });
     expect((bad as WireError).code).toBe('invalid_input');
     expect(Object.keys((await h.toolsOf('a1'))!.tools)).toEqual(['github__t00', 'github__t01']);
+  });
+
+  it('saves a lambda only under the CID the registry recorded for it: another one is refused and nothing is saved', async () => {
+    const h = await start();
+    await h.agent('a1', []);
+    await h.idle();
+    const document = { description: 'mine', inputSchema: { type: 'object' } };
+    const { cid } = lambdaToolDocument('mine', document);
+    const other = lambdaToolDocument('mine', { ...document, description: 'another' }).cid;
+    const stored = async (): Promise<string[]> =>
+      (
+        await h.db
+          .selectFrom('projector.lambda_tools')
+          .select('cid')
+          .where('account_id', '=', h.account)
+          .where('agent_id', '=', 'a1')
+          .execute()
+      ).map((r) => r.cid);
+    const refused = await lambda(h, 'set', { agent: 'a1', name: 'mine', document, cid: other });
+    expect(refused).toBeInstanceOf(WireError);
+    expect((refused as WireError).code).toBe('internal');
+    expect(await stored()).toEqual([]);
+    expect(await lambda(h, 'set', { agent: 'a1', name: 'mine', document, cid })).toMatchObject({ name: 'mine', cid });
+    expect(await stored()).toEqual([cid]);
   });
 
   it('keeps a lambda that holds a name when an mcp tool of that name arrives, records and logs the conflict', async () => {

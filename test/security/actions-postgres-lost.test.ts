@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireError, type ApprovalView } from '@mcpx/contracts';
 import { approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
 import type { ProxySystem } from '../support/proxy-system.js';
-import type { ApiClient } from '../support/api-client.js';
+import { ApiClient } from '../support/api-client.js';
 import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
@@ -171,6 +171,24 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
     expect(await set()).toMatchObject({ server: 'github', tool: 'get_issue', permission: 'always_ask' });
     expect(await overrides()).toEqual([{ tool: 'get_issue', permission: 'always_ask' }]);
     expect(await entries('SetToolPermission')).toEqual([{ permission: 'always_ask', builtin: true }]);
+  }, 30_000);
+
+  it("SetVendorConnection as an account's first write: the account is not created either", async () => {
+    // A key that has written nothing: its first write creates its account.
+    const first = new ApiClient(api.apiUrl);
+    const accounts = async (): Promise<number> =>
+      (
+        await sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM registry.accounts WHERE id = ${first.principal}`.execute(h.sql)
+      ).rows[0]!.n;
+    const connect = (): Promise<unknown> =>
+      first.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_firstWriteLost123' });
+    expectNotRun(await loss.withPostgresLostAt(connect, atTheAuditEntry));
+    // "Nothing was written" is true: not even the account's row (it was created before the
+    // connection's transaction, and stayed).
+    expect(await accounts()).toBe(0);
+    await connect();
+    expect(await accounts()).toBe(1);
   }, 30_000);
 });
 

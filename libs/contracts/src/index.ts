@@ -110,6 +110,7 @@ export {
 export { FieldRules, payloadDecoder } from './field-rules.js';
 export type { JsonSchema, Rule, Shaped, Table } from './field-rules.js';
 export { ERROR_TRAITS, ErrorCodes, WireError, invalidInput, toWireError } from './errors.js';
+export { lambdaToolDocument } from './lambda-documents.js';
 export type { ErrorCode, ErrorDetails, ErrorDetailsMap, ErrorTraits, WireErrorShape } from './errors.js';
 export { PROGRESS_MESSAGE_MAX_CHARS, Transports, ServerStates, approvalDecidedEvent } from './payloads.js';
 export type {

@@ -236,6 +236,12 @@ export interface SetLambdaToolRequest {
   name: string;
   /** `{description?, inputSchema?, enabled?}`; kind, when given, must be `lambda`. */
   document: unknown;
+  /**
+   * The CID the registry recorded for the document (`lambdaToolDocument`): when given, a document
+   * whose CID the projector computes otherwise is not saved (`internal`), so the audit entry names
+   * what is stored.
+   */
+  cid?: string;
 }
 
 /** Request of `projector.lambda.delete` (DeleteLambdaTool). */

@@ -38,6 +38,7 @@ const setLambdaToolRequest: R.Rule<SetLambdaToolRequest> = R.shape({
   agent: R.str,
   name: R.anyStr,
   document: R.anything,
+  cid: R.optional(R.str),
 });
 
 /** `projector.lambda.delete`'s request. */

@@ -26,6 +26,7 @@ export { LeaseQuota } from './quotas.js';
 export type { LeaseQuotaOptions, QuotaDecision, QuotaLease } from './quotas.js';
 export { DEFAULT_INPUT_TTL_MS, InputStore, newInputRequestId, PendingInputsFullError } from './input-store.js';
 export type {
+  AnswerExpectation,
   AnswerOutcome,
   AnswerReason,
   AnswerSealer,

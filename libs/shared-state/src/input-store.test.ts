@@ -117,6 +117,27 @@ describe('InputStore (real Redis)', () => {
     expect(await store.consume('other', r.id, binding)).toMatchObject({ ok: false, reason: 'unknown' });
   });
 
+  it('an answer that expects the record as it was read is refused, taking nothing, once another answer came', async () => {
+    const { store } = storeAt(redis);
+    const r = await store.create(base(['confirm', 'region']));
+    const read = await store.get('acct', r.id);
+    expect(read?.remaining).toBe(2);
+    // Another answer comes between the read and this one: this one would now complete the request.
+    expect(await store.answer('acct', r.id, 'region', '{"action":"decline"}', 'runtime')).toMatchObject({
+      ok: true,
+      complete: false,
+    });
+    expect(
+      await store.answer('acct', r.id, 'confirm', '{"action":"decline"}', 'owner', { remaining: read!.remaining }),
+    ).toMatchObject({ ok: false, reason: 'changed' });
+    expect((await store.get('acct', r.id))?.answers).not.toHaveProperty('confirm');
+    // Read again, it is taken, and completes as the new read says.
+    const again = await store.get('acct', r.id);
+    expect(
+      await store.answer('acct', r.id, 'confirm', '{"action":"decline"}', 'owner', { remaining: again!.remaining }),
+    ).toMatchObject({ ok: true, complete: true });
+  });
+
   it('expires: an unanswered request cannot be answered after its TTL, an answered one cannot be used after its window', async () => {
     const { store, clock } = storeAt(redis);
     const r = await store.create(base(['confirm']));

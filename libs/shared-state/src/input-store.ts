@@ -63,7 +63,16 @@ export type InputCreate = Omit<
   personKeys: string[];
 };
 
-export type AnswerReason = 'unknown' | 'expired' | 'decided' | 'not_asked' | 'answered_already';
+/** Why an answer was not taken; `changed`: another answer came since the record the caller expected (see {@link AnswerExpectation}). */
+export type AnswerReason = 'unknown' | 'expired' | 'decided' | 'not_asked' | 'answered_already' | 'changed';
+/**
+ * What the caller read of the record before it answers: the answer is taken only while the record
+ * still has `remaining` questions for a person, so what the caller wrote of it first (whether its
+ * answer completes the request) is what happens.
+ */
+export interface AnswerExpectation {
+  remaining: number;
+}
 export type AnswerOutcome =
   { ok: true; record: InputRecord; complete: boolean } | { ok: false; reason: AnswerReason; record?: InputRecord };
 export type InputConsumeReason = 'unknown' | 'expired' | 'used' | 'pending' | 'mismatch';
@@ -74,11 +83,12 @@ export type InputConsumeOutcome =
 // KEYS[5..6] every account's; ARGV: now, key, the sealed answer, by, the re-send deadline once
 // complete, how long an answered record is kept (ms), the index of every account's pending input
 // requests (the waiting gauge's), the prefix of the account's agents' pending indexes (the record
-// names its agent; one Redis, not a cluster). A complete request no longer waits: its bytes are
-// released.
+// names its agent; one Redis, not a cluster), the questions the caller expects remaining ('' for
+// any). A complete request no longer waits: its bytes are released.
 const ANSWER = `${settlePendingLua('ARGV[8]', 'ARGV[7]', "r.account .. ':' .. r.id")}if not string.find(r.personKeys, ',' .. ARGV[2] .. ',', 1, true) then return {'not_asked', raw} end
 if type(r.answers) ~= 'table' then r.answers = {} end
 if r.answers[ARGV[2]] then return {'answered_already', raw} end
+if ARGV[9] ~= '' and tonumber(ARGV[9]) ~= r.remaining then return {'changed', raw} end
 r.answers[ARGV[2]] = ARGV[3]
 r.remaining = r.remaining - 1
 local enc
@@ -185,8 +195,16 @@ export class InputStore extends PendingRecordStore<InputRecord> {
   /**
    * A person's answer to one question (`key`) of a pending, unexpired input request. The last
    * answer completes it (`complete`): the call may then be re-sent for `ttlMs` from that moment.
+   * With `expected`, refused (`changed`) when the record no longer is as the caller read it.
    */
-  async answer(account: string, id: string, key: string, answerJson: string, by: string): Promise<AnswerOutcome> {
+  async answer(
+    account: string,
+    id: string,
+    key: string,
+    answerJson: string,
+    by: string,
+    expected?: AnswerExpectation,
+  ): Promise<AnswerOutcome> {
     const now = this.now();
     const sealed = this.opts.box.seal(answerJson, answerAad(account, id, key));
     const out = (await this.redis.eval(
@@ -201,6 +219,7 @@ export class InputStore extends PendingRecordStore<InputRecord> {
       this.ttlMs + TOMBSTONE_MS,
       this.keys.allPending(),
       this.keys.agentIndexPrefix(account),
+      expected === undefined ? '' : expected.remaining,
     )) as [string, string?];
     if (out[0] === 'ok' || out[0] === 'complete')
       return { ok: true, record: parse(out[1]), complete: out[0] === 'complete' };

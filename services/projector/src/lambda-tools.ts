@@ -5,16 +5,15 @@ import {
   ErrorCodes,
   QueueGroups,
   WireError,
-  invalidInput,
   decodeDeleteLambdaToolRequest,
   decodeSetLambdaToolRequest,
+  lambdaToolDocument,
   type DeleteLambdaToolRequest,
   type LambdaToolReply,
   type SetLambdaToolRequest,
 } from '@mcpx/contracts';
 import type { Kysely } from 'kysely';
 import type { Database, Db } from '@mcpx/db';
-import { LambdaDocumentError, buildLambdaDocument, documentCid } from '@mcpx/domain';
 import type { Logger } from '@mcpx/log';
 import { agentSet, lockAgent, mcpEntries, nextPending, upsertAgentRow } from './agent-sets.js';
 import { LambdaToolColumn } from './lambda-tools.column.js';
@@ -51,23 +50,14 @@ export class LambdaTools {
   async set(req: SetLambdaToolRequest): Promise<LambdaToolReply> {
     const account = requireId(req.account, 'account');
     const agent = requireId(req.agent, 'agent');
-    let doc;
-    try {
-      doc = buildLambdaDocument(req.name, req.document);
-    } catch (err) {
-      if (err instanceof LambdaDocumentError) {
-        const kind = (req.document as { kind?: unknown } | null)?.kind;
-        if (kind === 'mcp')
-          throw new WireError(
-            ErrorCodes.conflict,
-            'mcp documents come from their server and cannot be saved as a lambda; disable the server for this agent instead',
-            { field: err.field },
-          );
-        throw invalidInput(err.field, err.message);
-      }
-      throw err;
-    }
-    const cid = documentCid(doc);
+    const { doc, cid } = lambdaToolDocument(req.name, req.document);
+    // The registry recorded the document by the CID it computed: another one is not saved (a
+    // registry and a projector that disagree on the document's rule), so no entry names what is not stored.
+    if (req.cid !== undefined && req.cid !== cid)
+      throw new WireError(
+        ErrorCodes.internal,
+        'the projector computes another CID for this document than the registry recorded: nothing was saved',
+      );
     const docCbor = LambdaToolColumn.encode(doc);
     return this.change(account, agent, doc.name, async (trx, servers, lambdas) => {
       const mcp = (await mcpEntries(trx, account, servers)).find((e) => e.name === doc.name);

@@ -1,4 +1,12 @@
-import { TASK_ID_RE, TASK_LIST_MAX, invalidInput, type TaskView } from '@mcpx/contracts';
+import {
+  ErrorCodes,
+  TASK_ID_RE,
+  TASK_LIST_MAX,
+  TaskStates,
+  invalidInput,
+  isFinalTaskState,
+  type TaskView,
+} from '@mcpx/contracts';
 import { TaskClient } from '@mcpx/proxy-client';
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import { findAgent } from './agents.actions.js';
@@ -73,23 +81,46 @@ function auditTask(t: TaskView): Record<string, unknown> {
   };
 }
 
+/** Raised in the cancel's transaction when the task ended otherwise before the cancel reached it: rolls the entry back. */
+class EndedMeanwhile extends Error {
+  constructor(readonly task: TaskView) {
+    super('the task ended before it was cancelled');
+  }
+}
+
 /**
  * `CancelTask {task}` → `{task}`: the server is asked to cancel it and the task ends `cancelled`;
  * a task that had ended is answered as it stands, and nothing is recorded. The cancel is
  * recorded in the audit log with the signer.
+ *
+ * The task lives in the proxy's task service, out of reach of the registry's transactions: the
+ * entry (the task as it stood, and as a cancel leaves it) is written first, in a transaction that
+ * commits only once the task service answers the task `cancelled`. Postgres lost at the entry
+ * cancels nothing (the service is never asked); a task that ended otherwise meanwhile (the
+ * service answers it as it stands) or a refused cancel rolls the entry back. Lost at the commit
+ * itself, the cancel stands without its entry.
  */
 export const cancelTask: AgentsAction<'CancelTask'> = async (deps, caller, action) => {
   const id = taskField(action.task);
   const tasks = tasksOf(deps);
   const before = await tasks.getTask(caller.account, id);
-  const task = await tasks.cancelTask(caller.account, id);
-  if (before.state !== task.state)
-    await recordAudit(deps.db, {
-      ...auditBy(caller),
-      action: 'CancelTask',
-      target: { kind: 'task', name: id },
-      before: auditTask(before),
-      after: auditTask(task),
+  if (isFinalTaskState(before.state)) return { task: before };
+  try {
+    const task = await deps.db.transaction().execute(async (trx) => {
+      await recordAudit(trx, {
+        ...auditBy(caller),
+        action: 'CancelTask',
+        target: { kind: 'task', name: id },
+        before: auditTask(before),
+        after: { ...auditTask(before), state: TaskStates.cancelled, error: ErrorCodes.cancelled },
+      });
+      const task = await tasks.cancelTask(caller.account, id);
+      if (task.state !== TaskStates.cancelled) throw new EndedMeanwhile(task);
+      return task;
     });
-  return { task };
+    return { task };
+  } catch (err) {
+    if (err instanceof EndedMeanwhile) return { task: err.task };
+    throw err;
+  }
 };

@@ -93,18 +93,24 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
   /**
    * Stores the vendor's tokens (sealed) and publishes its built-ins' tools (a new token invalidates
    * proxies' caches too). A built-in just lit, or waiting for this connection (`auth_required`),
-   * becomes `unknown` with a background probe after the first backoff step. `recorded` is called
-   * with the lit built-ins in the connection's transaction: what it writes or reads there (the
-   * audit entry, the answer's overrides) commits with the connection or not at all.
+   * becomes `unknown` with a background probe after the first backoff step. `opening` is called
+   * first and `recorded` (with the lit built-ins) last in the connection's transaction: what they
+   * write or read there (the account's row; the audit entry, the answer's overrides) commits with
+   * the connection or not at all.
    */
   async connect(
     account: string,
     vendor: string,
     tokens: VendorTokens,
-    recorded: (lit: McpServerRecord[], trx: Kysely<Database>) => Promise<void>,
+    hooks: {
+      /** Called first in the connection's transaction: what it writes (the account's row) commits with the connection. */
+      opening: (trx: Kysely<Database>) => Promise<void>;
+      recorded: (lit: McpServerRecord[], trx: Kysely<Database>) => Promise<void>;
+    },
   ): Promise<McpServerRecord[]> {
     // The connection and its built-ins' events commit together.
     return this.deps.outbox.commit(async (trx, emit) => {
+      await hooks.opening(trx);
       await this.deps.connections.put(account, vendor, tokens, trx);
       const discoveries = await this.deps.discoveries.list(account, trx);
       const due = new Date(Date.now() + nextProbeDelayMs(1, Math.random, this.deps.reprobeBaseMs));
@@ -115,7 +121,7 @@ export class BuiltinServers implements DiscoveryTarget, ReprobeSource {
       }
       const lit = (await this.lit(account, trx)).filter((s) => findBuiltin(s.name)?.vendor === vendor);
       for (const server of lit) emit(await this.discoveredEvent(server, true, undefined, trx));
-      await recorded(lit, trx);
+      await hooks.recorded(lit, trx);
       return lit;
     });
   }

@@ -12,7 +12,7 @@ import type { AnswerOutcome, InputRecord, InputStore } from '@mcpx/shared-state'
 import { auditBy, recordAudit } from '../audit/audit-log.js';
 import type { ReviewAction, ReviewDeps } from './review-deps.js';
 import { heldCallView } from './held-call.js';
-import type { ActionInput } from '../shared/action-handler.js';
+import type { ActionInput, Caller } from '../shared/action-handler.js';
 
 /** An input request as responses show it: the questions, never the server's state nor an answer's content. */
 export function inputRequestView(r: InputRecord): InputRequestView {
@@ -76,6 +76,47 @@ export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (dep
   const inputs = store(deps);
   const id = action.id ?? action.inputRequestId;
   if (id === undefined) throw invalidInput('id', 'must be an input request id (inp_…)');
+  // Another answer to the same request between the read and the write: read it again (a few times).
+  for (let attempt = 1; ; attempt++) {
+    const answered = await answerAsRead(deps, inputs, caller, action, id);
+    if (answered === 'changed' && attempt < ANSWER_ATTEMPTS) continue;
+    if (answered === 'changed') throw changedMeanwhile(id);
+    const { out, key, answer } = answered;
+    deps.log.info('input request answered', {
+      account: caller.account,
+      inputRequest: id,
+      key,
+      action: answer.action,
+      tool: out.record.tool,
+      run: out.record.run,
+      complete: out.complete,
+    });
+    if (out.complete) publishAnswered(deps, out.record);
+    return { inputRequest: inputRequestView(out.record) };
+  }
+};
+
+/** How many times an answer is tried when other answers to the same request keep coming in between. */
+const ANSWER_ATTEMPTS = 3;
+
+/** Raised in the entry's transaction when the store found the record changed since it was read: rolls the entry back. */
+class AnswerRaced extends Error {}
+
+/**
+ * One answer to the record as read now. The answer lives in Redis, out of reach of Postgres'
+ * transactions: its audit entry (never the content a person typed) is written first, in a
+ * transaction that commits only once Redis holds the answer, so Postgres lost at the entry stores
+ * no answer. The entry says whether the answer completes the request, as the record read says;
+ * the store takes the answer only while the record is still as read (`changed` otherwise, and the
+ * entry is rolled back). Lost at the commit itself, the answer stands without its entry.
+ */
+async function answerAsRead(
+  deps: ReviewDeps,
+  inputs: InputStore,
+  caller: Caller,
+  action: ActionInput<'AnswerInputRequest'>,
+  id: string,
+): Promise<{ out: Extract<AnswerOutcome, { ok: true }>; key: string; answer: ElicitAnswer } | 'changed'> {
   const record = await inputs.get(caller.account, id);
   if (record === null) throw new WireError(ErrorCodes.notFound, `id: no input request ${id}`, { field: 'id' });
   const items = JSON.parse(record.requestsJson) as InputRequestItem[];
@@ -84,35 +125,36 @@ export const answerInputRequest: ReviewAction<'AnswerInputRequest'> = async (dep
     items.find((i) => i.key === key)!,
     action,
   );
-  const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer);
-  if (!out.ok) throw refusedAnswer(out, id, key);
-  deps.log.info('input request answered', {
-    account: caller.account,
-    inputRequest: id,
-    key,
-    action: answer.action,
-    tool: out.record.tool,
-    run: out.record.run,
-    complete: out.complete,
-  });
-  if (out.complete) publishAnswered(deps, out.record);
-  // The answer lives in Redis: its audit entry follows it (never the content a person typed).
-  await recordAudit(deps.db, {
-    ...auditBy(caller),
-    action: 'AnswerInputRequest',
-    target: { kind: 'input', name: id },
-    after: {
-      action: answer.action,
-      key,
-      tool: out.record.tool,
-      server: out.record.server,
-      agent: out.record.agent,
-      run: out.record.run,
-      complete: out.complete,
-    },
-  });
-  return { inputRequest: inputRequestView(out.record) };
-};
+  try {
+    const out = await deps.db.transaction().execute(async (trx) => {
+      // A refused answer (answered, expired, changed meanwhile) rolls the entry back.
+      await recordAudit(trx, {
+        ...auditBy(caller),
+        action: 'AnswerInputRequest',
+        target: { kind: 'input', name: id },
+        after: {
+          action: answer.action,
+          key,
+          tool: record.tool,
+          server: record.server,
+          agent: record.agent,
+          run: record.run,
+          complete: record.remaining <= 1,
+        },
+      });
+      const out = await inputs.answer(caller.account, id, key, JSON.stringify(answer), caller.signer, {
+        remaining: record.remaining,
+      });
+      if (!out.ok && out.reason === 'changed') throw new AnswerRaced();
+      if (!out.ok) throw refusedAnswer(out, id, key);
+      return out;
+    });
+    return { out, key, answer };
+  } catch (err) {
+    if (err instanceof AnswerRaced) return 'changed';
+    throw err;
+  }
+}
 
 /** The question an answer is for: the one `given` names (a person's), else the only one still open. */
 function questionKey(
@@ -152,6 +194,14 @@ function checkedAnswer(item: InputRequestItem, action: ActionInput<'AnswerInputR
     : { action: verb };
 }
 
+/** Other answers to the request kept coming while this one was given: retryable. */
+function changedMeanwhile(id: string): WireError {
+  return new WireError(ErrorCodes.conflict, `id: input request ${id} changed while it was answered; try again`, {
+    field: 'id',
+    reason: 'changed',
+  });
+}
+
 /** Why the store did not take the answer, as the typed error naming the field. */
 function refusedAnswer(out: Extract<AnswerOutcome, { ok: false }>, id: string, key: string): WireError {
   switch (out.reason) {
@@ -166,6 +216,8 @@ function refusedAnswer(out: Extract<AnswerOutcome, { ok: false }>, id: string, k
         field: 'key',
         reason: 'answered',
       });
+    case 'changed':
+      return changedMeanwhile(id);
     case 'decided':
       return new WireError(
         ErrorCodes.conflict,

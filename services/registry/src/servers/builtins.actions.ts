@@ -60,24 +60,27 @@ export const setVendorConnection: ServersAction<'SetVendorConnection'> = async (
   const builtins = builtinsOf(deps);
   const vendor = validateVendor(action.vendor);
   const tokens = validateTokens(action);
-  await deps.accounts.ensure(caller.account);
-  // The entry and the read of the answer's overrides are in the connection's transaction:
-  // Postgres lost at either stores nothing (the answer's `unavailable` is true).
+  // The account's row (a first write creates it), the entry and the read of the answer's overrides
+  // are in the connection's transaction: Postgres lost at any of them stores nothing (the
+  // answer's `unavailable` is true).
   let overrides = new Map<string, ToolOverrides>();
-  const servers = await builtins.connect(caller.account, vendor, tokens, async (lit, trx) => {
-    // What changed, never a token: the vendor, its built-ins lit, whether a refresh token and an expiry came.
-    await recordAudit(trx, {
-      ...auditBy(caller),
-      action: 'SetVendorConnection',
-      target: { kind: 'vendor', name: vendor },
-      after: {
-        vendor,
-        servers: lit.map((s) => s.name),
-        refreshToken: tokens.refreshToken !== undefined,
-        ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),
-      },
-    });
-    overrides = await deps.permissions.forAccount(caller.account, trx);
+  const servers = await builtins.connect(caller.account, vendor, tokens, {
+    opening: (trx) => deps.accounts.ensure(caller.account, trx),
+    recorded: async (lit, trx) => {
+      // What changed, never a token: the vendor, its built-ins lit, whether a refresh token and an expiry came.
+      await recordAudit(trx, {
+        ...auditBy(caller),
+        action: 'SetVendorConnection',
+        target: { kind: 'vendor', name: vendor },
+        after: {
+          vendor,
+          servers: lit.map((s) => s.name),
+          refreshToken: tokens.refreshToken !== undefined,
+          ...(tokens.expiresAt !== undefined ? { expiresAt: tokens.expiresAt } : {}),
+        },
+      });
+      overrides = await deps.permissions.forAccount(caller.account, trx);
+    },
   });
   return { vendor, servers: servers.map((s) => redactServer(s, deps.style, overrides.get(s.id), { builtin: true })) };
 };
