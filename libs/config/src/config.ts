@@ -1,5 +1,11 @@
 import { parseInternalHttp } from './internal-http.js';
-import { nonNegativeNumberSetting, onOffSetting, portSetting, zeroMeansDefaultSetting } from './settings.js';
+import {
+  integerSetting,
+  nonNegativeNumberSetting,
+  onOffSetting,
+  portSetting,
+  zeroMeansDefaultSetting,
+} from './settings.js';
 import { inboxPrefixOf } from './nats-permissions.js';
 import { parseQuotas, type QuotaSettings } from './quotas.js';
 import { parsePinAudit, type PinAuditSettings } from './pins-audit.js';
@@ -62,6 +68,12 @@ export interface Config {
    * may be re-sent (once) for this long from the decision (`APPROVAL_TTL_MS`, default 10 min).
    */
   approvalTtlMs: number;
+  /**
+   * The registry's transactions held open across another store's answer at once (an audit entry
+   * written before Redis, the projector or the task service holds its change): each holds one of
+   * the pool's 10 connections (`REGISTRY_HELD_ENTRIES`, default 4).
+   */
+  heldEntries: number;
   /** Built-in server endpoints the operator overrides, slug → URL (`BUILTIN_ENDPOINTS=slug=url,…`; tests). */
   builtinEndpoints: Record<string, string>;
   /** Vendor token endpoints the operator overrides, vendor → URL (`BUILTIN_TOKEN_ENDPOINTS=vendor=url,…`; tests). */
@@ -335,6 +347,7 @@ export function loadConfig(service: keyof typeof DEFAULT_PORTS, env: NodeJS.Proc
       },
     },
     approvalTtlMs: zeroMeansDefaultSetting(env, 'APPROVAL_TTL_MS', DEFAULT_APPROVAL_TTL_MS),
+    heldEntries: integerSetting(env, 'REGISTRY_HELD_ENTRIES', { fallback: 4, min: 1, max: 8 }),
     builtinEndpoints: parseBuiltinEndpoints(env.BUILTIN_ENDPOINTS),
     builtinTokenEndpoints: parseBuiltinTokenEndpoints(env.BUILTIN_TOKEN_ENDPOINTS),
     builtinVendorClients: parseBuiltinVendorClients(env.BUILTIN_VENDOR_CLIENTS),

@@ -25,6 +25,7 @@ import { publishReviewRequested } from './review/review.actions.js';
 import { AccountsRepository } from './accounts/accounts.repository.js';
 import { AgentsRepository } from './agents/agents.repository.js';
 import { McpServersRepository } from './catalog/mcp-servers.repository.js';
+import { HeldEntries } from './audit/held-entries.js';
 import { SecretsRepository } from './credentials/secrets.repository.js';
 import { ToolPermissionsRepository } from './catalog/tool-permissions.repository.js';
 
@@ -202,6 +203,7 @@ export function actionDeps(
   const { config, redis } = d;
   return {
     db: d.db,
+    heldEntries: new HeldEntries(config.heldEntries),
     ...repos,
     discovery: floor.discovery,
     bus: d.bus,

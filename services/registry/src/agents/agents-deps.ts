@@ -5,6 +5,7 @@ import type { RunAgents } from '@mcpx/shared-state';
 import type { Logger } from '@mcpx/log';
 import type { ProxyClient } from '@mcpx/proxy-client';
 import type { AccountsRepository } from '../accounts/accounts.repository.js';
+import type { HeldEntries } from '../audit/held-entries.js';
 import type { BuiltinServers } from '../builtins/builtin-servers.js';
 import type { McpServersRepository } from '../catalog/mcp-servers.repository.js';
 import type { EventOutbox } from '../events/outbox.js';
@@ -15,6 +16,8 @@ import type { AgentsRepository } from './agents.repository.js';
 /** What the agents room's actions use: the account's agents and signers, the servers they grant, the proxy that runs their calls. */
 export interface AgentsDeps {
   db: Db;
+  /** The transactions held open across the projector's or the task service's answer, bounded. */
+  heldEntries: HeldEntries;
   accounts: AccountsRepository;
   agents: AgentsRepository;
   servers: McpServersRepository;

@@ -7,6 +7,7 @@ import type { Logger } from '@mcpx/log';
 import type { McpServersRepository } from '../catalog/mcp-servers.repository.js';
 import type { ToolPermissionsRepository } from '../catalog/tool-permissions.repository.js';
 import type { EventOutbox } from '../events/outbox.js';
+import type { HeldEntries } from '../audit/held-entries.js';
 import type { ActionHandler } from '../shared/action-handler.js';
 
 /** How contract pinning is set (`PIN_DEFAULT`, `PIN_WRITERS_MAY_REVIEW`). */
@@ -20,6 +21,8 @@ export interface PinSettings {
 /** What the review room's actions use: held tool changes, approvals and input requests, and the servers they belong to. */
 export interface ReviewDeps {
   db: Db;
+  /** The transactions held open across Redis's answer (a decision, an answer), bounded. */
+  heldEntries: HeldEntries;
   servers: McpServersRepository;
   /** The owner's per-tool permission overrides. */
   permissions: ToolPermissionsRepository;
