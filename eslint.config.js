@@ -8,6 +8,8 @@ export default tseslint.config(
     ignores: [
       '**/node_modules/**',
       '**/dist-types/**',
+      // The services' bundles (`npm run build`): generated, like `.data/bundles` of `npm start`.
+      'dist/**',
       '.data/**',
       'vitest.config.ts',
       'eslint.config.js',
