@@ -1,15 +1,15 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { SpanKind, SpanStatusCode } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSubjects, type WireError } from '@mcpx/contracts';
-import { ProxyClient, type CallInput } from '@mcpx/proxy-client';
-import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+import type { WireError } from '@mcpx/contracts';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import { type CallInput } from '@mcpx/proxy-client';
+import type { Telemetry, TraceContextKind } from '@mcpx/telemetry';
 import { addTool, echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { dropTool } from '../approvals/approval-tools.js';
 import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { eventually, type InProcessSystem } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 
 /** Argument values that must never reach a span (attributes, events or status). */
@@ -27,24 +27,18 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
   'call-path spans named by convention (%s trace context)',
   (kind) => {
     const exporter = new InMemorySpanExporter();
+    let services: TracedSystem;
     let telemetry: Telemetry;
     let system: InProcessSystem;
-    let nc: NatsConnection;
     let proxy: ProxyClient;
 
     beforeAll(async () => {
-      installTraceContext(kind);
-      telemetry = await setupTelemetry({ serviceName: 'mcpx-spans-test', spanExporter: exporter });
-      system = await InProcessSystem.start({ telemetry, logSink: () => {} });
-      nc = await connect({ servers: serviceUrls().nats });
-      proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
+      services = await startTracedSystem(kind, 'mcpx-spans-test', exporter);
+      ({ telemetry, system, proxy } = services);
     });
 
     afterAll(async () => {
-      await nc?.drain();
-      await system?.stop();
-      await telemetry?.shutdown();
-      installTraceContext('async');
+      await services?.stop();
     });
 
     /** Runs a call under a root span of its own; the trace's finished spans once `proxy.call` ended. */

@@ -1,14 +1,13 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSubjects } from '@mcpx/contracts';
-import { ProxyClient } from '@mcpx/proxy-client';
-import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+
+import type { ProxyClient } from '@mcpx/proxy-client';
+import type { Telemetry, TraceContextKind } from '@mcpx/telemetry';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import type { ApiClient } from '../support/api-client.js';
+import { eventually } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 
 /**
@@ -23,9 +22,8 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
   "a legacy connection's requests carry their caller's trace context (%s trace context)",
   (kind) => {
     const exporter = new InMemorySpanExporter();
+    let traced: TracedSystem;
     let telemetry: Telemetry;
-    let system: InProcessSystem;
-    let nc: NatsConnection;
     let proxy: ProxyClient;
     let http: TestMcpServer;
     let sse: TestMcpServer;
@@ -33,16 +31,12 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     let agent: string;
 
     beforeAll(async () => {
-      installTraceContext(kind);
-      telemetry = await setupTelemetry({ serviceName: 'mcpx-legacy-trace-test', spanExporter: exporter });
-      [system, http, sse] = await Promise.all([
-        InProcessSystem.start({ telemetry, logSink: () => {} }),
+      [traced, http, sse] = await Promise.all([
+        startTracedSystem(kind, 'mcpx-legacy-trace-test', exporter),
         startTestMcpServer({ era: 'legacy', tools: [echoTool()], prompts: true }),
         startTestMcpServer({ era: 'legacy', transport: 'sse', tools: [echoTool()] }),
       ]);
-      nc = await connect({ servers: serviceUrls().nats });
-      proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-      api = new ApiClient(system.apiUrl);
+      ({ telemetry, proxy, api } = traced);
       await api.act('SetMcpServer', { name: 'lh', config: { url: http.url } });
       await api.act('SetMcpServer', { name: 'ls', config: { url: sse.url, transport: 'sse' } });
       ({
@@ -60,11 +54,8 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     }, 120_000);
 
     afterAll(async () => {
-      await nc?.drain();
-      await system?.stop();
+      await traced?.stop();
       await Promise.all([http?.close(), sse?.close()]);
-      await telemetry?.shutdown();
-      installTraceContext('async');
     });
 
     const one = (spans: ReadableSpan[], name: string): ReadableSpan => {

@@ -1,15 +1,14 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, makeSubjects } from '@mcpx/contracts';
-import { ProxyClient } from '@mcpx/proxy-client';
-import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+import { WireError } from '@mcpx/contracts';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import type { Telemetry, TraceContextKind } from '@mcpx/telemetry';
 import { echoTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
+import type { ApiClient } from '../support/api-client.js';
 import { createAgentListing } from '../support/fixtures/agents.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { eventually } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 
 /** The default bound on one event of an event stream: 8 MiB. */
 const BOUND_BYTES = 8 * 1024 * 1024;
@@ -30,21 +29,16 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
   'a relayed listing whose answer was cut (%s trace context)',
   (kind) => {
     const exporter = new InMemorySpanExporter();
+    let traced: TracedSystem;
     let telemetry: Telemetry;
-    let system: InProcessSystem;
-    let nc: NatsConnection;
     let proxy: ProxyClient;
     let api: ApiClient;
     let agent: string;
     const upstreams: TestMcpServer[] = [];
 
     beforeAll(async () => {
-      installTraceContext(kind);
-      telemetry = await setupTelemetry({ serviceName: 'mcpx-relay-cut-test', spanExporter: exporter });
-      system = await InProcessSystem.start({ telemetry, logSink: () => {} });
-      nc = await connect({ servers: serviceUrls().nats });
-      proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-      api = new ApiClient(system.apiUrl);
+      traced = await startTracedSystem(kind, 'mcpx-relay-cut-test', exporter);
+      ({ telemetry, proxy, api } = traced);
       for (const transport of ['http', 'sse'] as const) {
         const upstream = await startTestMcpServer({
           era: 'legacy',
@@ -59,11 +53,8 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     }, 120_000);
 
     afterAll(async () => {
-      await nc?.drain();
-      await system?.stop();
+      await traced?.stop();
       await Promise.all(upstreams.map((u) => u.close()));
-      await telemetry?.shutdown();
-      installTraceContext('async');
     });
 
     it.each(['http', 'sse'])('on a legacy %s session', async (transport) => {

@@ -1,15 +1,13 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
-import { makeSubjects } from '@mcpx/contracts';
-import { ProxyClient } from '@mcpx/proxy-client';
-import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+
+import type { ProxyClient } from '@mcpx/proxy-client';
+import type { Telemetry, TraceContextKind } from '@mcpx/telemetry';
 import { hostileContentTools } from '../servers/content-tools.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
+import type { ApiClient } from '../support/api-client.js';
 import { createAgentListing } from '../support/fixtures/agents.js';
-import { InProcessSystem } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 
 /** The default bound on one answer's body and on one event of an event stream: 8 MiB. */
@@ -26,21 +24,16 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
   'a cut answer is an event on the call span (%s trace context)',
   (kind) => {
     const exporter = new InMemorySpanExporter();
+    let traced: TracedSystem;
     let telemetry: Telemetry;
-    let system: InProcessSystem;
-    let nc: NatsConnection;
     let proxy: ProxyClient;
     let api: ApiClient;
     let agent: string;
     const upstreams: TestMcpServer[] = [];
 
     beforeAll(async () => {
-      installTraceContext(kind);
-      telemetry = await setupTelemetry({ serviceName: 'mcpx-response-cut-test', spanExporter: exporter });
-      system = await InProcessSystem.start({ telemetry, logSink: () => {} });
-      nc = await connect({ servers: serviceUrls().nats });
-      proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-      api = new ApiClient(system.apiUrl);
+      traced = await startTracedSystem(kind, 'mcpx-response-cut-test', exporter);
+      ({ telemetry, proxy, api } = traced);
       for (const era of ['modern', 'legacy'] as const) {
         const upstream = await startTestMcpServer({ era, tools: hostileContentTools() });
         upstreams.push(upstream);
@@ -50,11 +43,8 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     }, 120_000);
 
     afterAll(async () => {
-      await nc?.drain();
-      await system?.stop();
+      await traced?.stop();
       await Promise.all(upstreams.map((u) => u.close()));
-      await telemetry?.shutdown();
-      installTraceContext('async');
     });
 
     it.each(['modern', 'legacy'])('a %s server', async (era) => {

@@ -1,15 +1,15 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeSubjects } from '@mcpx/contracts';
-import { ProxyClient, TaskClient } from '@mcpx/proxy-client';
-import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+
+import type { ProxyClient } from '@mcpx/proxy-client';
+import { TaskClient } from '@mcpx/proxy-client';
+import type { Telemetry, TraceContextKind } from '@mcpx/telemetry';
 import { startTasksUpstream, type SeenTrace, type TasksUpstream } from '../servers/tasks-upstream.js';
-import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
+import type { ApiClient } from '../support/api-client.js';
 import { createAgentListing } from '../support/fixtures/agents.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { eventually } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 
 /**
  * What a brokered task sends its server after the call that created it carries the trace context
@@ -23,9 +23,8 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
   "a brokered task's requests carry their span's trace context (%s trace context)",
   (kind) => {
     const exporter = new InMemorySpanExporter();
+    let traced: TracedSystem;
     let telemetry: Telemetry;
-    let system: InProcessSystem;
-    let nc: NatsConnection;
     let proxy: ProxyClient;
     let tasks: TaskClient;
     let upstream: TasksUpstream;
@@ -35,34 +34,22 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     let agent: string;
 
     beforeAll(async () => {
-      installTraceContext(kind);
-      telemetry = await setupTelemetry({ serviceName: 'mcpx-task-trace-test', spanExporter: exporter });
-      [system, upstream, short] = await Promise.all([
-        InProcessSystem.start({
-          telemetry,
-          logSink: () => {},
-          env: { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' },
-        }),
+      [traced, upstream, short] = await Promise.all([
+        startTracedSystem(kind, 'mcpx-task-trace-test', exporter, { TASK_LEASE_MS: '1500', TASK_POLL_MIN_MS: '100' }),
         startTasksUpstream({ durationMs: 1_500, pollIntervalMs: 200 }),
         startTasksUpstream({ pollIntervalMs: 200, ttlMs: 1_500 }),
       ]);
-      nc = await connect({ servers: serviceUrls().nats });
-      const subjects = makeSubjects(system.env.NATS_PREFIX ?? '');
-      proxy = new ProxyClient(nc, subjects);
-      tasks = new TaskClient(nc, subjects);
-      api = new ApiClient(system.apiUrl);
+      ({ telemetry, proxy, api } = traced);
+      tasks = new TaskClient(traced.nc, traced.subjects);
       await api.act('SetMcpServer', { name: 'tk', config: { url: upstream.url } });
       await api.act('SetMcpServer', { name: 'tks', config: { url: short.url } });
       agent = await createAgentListing(api, 'task-trace', ['tk', 'tks'], ['tk__long-export', 'tks__never-ends']);
     }, 120_000);
 
     afterAll(async () => {
-      await nc?.drain();
-      await system?.stop();
+      await traced?.stop();
       await upstream?.close();
       await short?.close();
-      await telemetry?.shutdown();
-      installTraceContext('async');
     });
 
     const traceparent = (span: ReadableSpan): string =>
