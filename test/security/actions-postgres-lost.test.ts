@@ -14,7 +14,13 @@ import { WireError, type ApprovalView } from '@mcpx/contracts';
 import { approvalSystemPerSuite, stoppedCall } from '../approvals/approval-tools.js';
 import type { ProxySystem } from '../support/proxy-system.js';
 import { ApiClient } from '../support/api-client.js';
-import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
+import {
+  atTheAuditEntry,
+  described,
+  expectNothingWritten,
+  postgresLoss,
+  type PostgresLoss,
+} from '../support/postgres-lost.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { vendorTools } from '../console/vendor-tools.js';
@@ -58,13 +64,6 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
     return r.rows.map((x) => x.after);
   }
 
-  function expectNotRun(got: unknown): void {
-    expect(got, described(got)).toBeInstanceOf(WireError);
-    expect((got as WireError).code, described(got)).toBe('unavailable');
-    expect((got as WireError).details).toMatchObject({ dependency: 'postgres' });
-    expect((got as Error).message).toContain('nothing was written');
-  }
-
   it('DecideSignIn: the sign-in stays pending, with no entry, and is decided when asked again', async () => {
     // A pending sign-in as the authorization server stores it (only hashes; nothing here is used again).
     const id = `si_${randomBytes(16).toString('hex')}`;
@@ -104,7 +103,7 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
       () => api.act('DecideSignIn', { id, decision: 'approve' }),
       atTheAuditEntry,
     );
-    expectNotRun(got);
+    expectNothingWritten(got);
     // "Nothing was written" is true: no decision, no continue nonce, no entry.
     expect(await stored()).toEqual([{ status: 'pending', continue_hash: null, decided_by: null }]);
     expect(await entries('DecideSignIn')).toEqual([]);
@@ -125,7 +124,7 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
           SELECT revoked_at AS revoked FROM registry.agent_tokens WHERE id = ${id}`.execute(h.sql)
       ).rows;
     const got = await loss.withPostgresLostAt(() => api.act('RevokeAgentToken', { id }), atTheAuditEntry);
-    expectNotRun(got);
+    expectNothingWritten(got);
     // "Nothing was written" is true: the token is not revoked, and no entry says it was.
     expect(await revokedAt()).toEqual([{ revoked: null }]);
     expect(await entries('RevokeAgentToken')).toEqual([]);
@@ -150,7 +149,7 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
     const connect = (): Promise<unknown> =>
       api.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_lostAtTheEntry123' });
     const got = await loss.withPostgresLostAt(connect, atTheAuditEntry);
-    expectNotRun(got);
+    expectNothingWritten(got);
     expect(JSON.stringify((got as WireError).details)).not.toContain('gho_lostAtTheEntry123');
     // "Nothing was written" is true: no connection, no built-in lit, no entry.
     expect(await connections()).toBe(0);
@@ -165,7 +164,7 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
 
     const set = (): Promise<unknown> =>
       api.act('SetToolPermission', { server: 'github', tool: 'get_issue', permission: 'always_ask' });
-    expectNotRun(await loss.withPostgresLostAt(set, atTheAuditEntry));
+    expectNothingWritten(await loss.withPostgresLostAt(set, atTheAuditEntry));
     expect(await overrides()).toEqual([]);
     expect(await entries('SetToolPermission')).toEqual([]);
     expect(await set()).toMatchObject({ server: 'github', tool: 'get_issue', permission: 'always_ask' });
@@ -183,7 +182,7 @@ describe('actions with Postgres lost at their audit entry: unavailable, and noth
       ).rows[0]!.n;
     const connect = (): Promise<unknown> =>
       first.act('SetVendorConnection', { vendor: 'github', accessToken: 'gho_firstWriteLost123' });
-    expectNotRun(await loss.withPostgresLostAt(connect, atTheAuditEntry));
+    expectNothingWritten(await loss.withPostgresLostAt(connect, atTheAuditEntry));
     // "Nothing was written" is true: not even the account's row (it was created before the
     // connection's transaction, and stayed).
     expect(await accounts()).toBe(0);

@@ -10,11 +10,11 @@
 import { sql } from 'kysely';
 import { createDb, type Db } from '@mcpx/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, type InputRequestView, type TaskView } from '@mcpx/contracts';
+import type { InputRequestView, TaskView } from '@mcpx/contracts';
 import { askedInput, pendingInputs, INPUT_TOOLS } from '../inputs/input-system.js';
 import { startInputMcpServer, type InputMcpServer } from '../servers/input-mcp-server.js';
 import { startTasksUpstream, type TasksUpstream } from '../servers/tasks-upstream.js';
-import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
+import { atTheAuditEntry, expectNothingWritten, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
 import { ProxySystem } from '../support/proxy-system.js';
 
 describe('actions on outside stores with Postgres lost at their audit entry: unavailable, and nothing was changed', () => {
@@ -55,13 +55,6 @@ describe('actions on outside stores with Postgres lost at their audit entry: una
     return r.rows.map((x) => x.after);
   }
 
-  function expectNotRun(got: unknown): void {
-    expect(got, described(got)).toBeInstanceOf(WireError);
-    expect((got as WireError).code, described(got)).toBe('unavailable');
-    expect((got as WireError).details).toMatchObject({ dependency: 'postgres' });
-    expect((got as Error).message).toContain('nothing was written');
-  }
-
   it('AnswerInputRequest: the question stays unanswered, with no entry, and is answered when asked again', async () => {
     const asked = await askedInput(system.call('ops-agent', 'lost-input', 'ops__deploy', { env: 'prod' }));
     const id = asked.inputRequestId;
@@ -69,7 +62,7 @@ describe('actions on outside stores with Postgres lost at their audit entry: una
       system.api.act('AnswerInputRequest', { id, action: 'accept', content: { confirm: true } });
     const shown = async (): Promise<InputRequestView | undefined> =>
       (await pendingInputs(system)).find((r) => r.id === id);
-    expectNotRun(await loss.withPostgresLostAt(answer, atTheAuditEntry));
+    expectNothingWritten(await loss.withPostgresLostAt(answer, atTheAuditEntry));
     // "Nothing was written" is true: the question waits for a person, and no entry says otherwise.
     expect(await shown()).toMatchObject({ status: 'pending', answered: [] });
     expect(await entries('AnswerInputRequest', id)).toEqual([]);
@@ -95,7 +88,7 @@ describe('actions on outside stores with Postgres lost at their audit entry: una
     const state = async (): Promise<string> =>
       (await system.api.act<{ task: TaskView }>('GetTask', { task: id })).task.state;
     const cancels = tasks.stats.cancels;
-    expectNotRun(await loss.withPostgresLostAt(cancel, atTheAuditEntry));
+    expectNothingWritten(await loss.withPostgresLostAt(cancel, atTheAuditEntry));
     // "Nothing was written" is true: the task is working, and its server heard of no cancel.
     expect(await state()).toBe('working');
     expect(tasks.stats.cancels).toBe(cancels);
@@ -135,7 +128,7 @@ describe('actions on outside stores with Postgres lost at their audit entry: una
         name: 'kept_lambda',
         document: { description: 'Kept.', inputSchema: { type: 'object' } },
       });
-    expectNotRun(await loss.withPostgresLostAt(set, atTheAuditEntry));
+    expectNothingWritten(await loss.withPostgresLostAt(set, atTheAuditEntry));
     expect(await lambdas()).toEqual([]);
     expect(await entries('SetLambdaTool', target)).toEqual([]);
     const saved = (await set()) as { cid: string };
@@ -144,7 +137,7 @@ describe('actions on outside stores with Postgres lost at their audit entry: una
     expect(await entries('SetLambdaTool', target)).toEqual([{ cid: saved.cid }]);
 
     const remove = (): Promise<unknown> => system.api.act('DeleteLambdaTool', { agent, name: 'kept_lambda' });
-    expectNotRun(await loss.withPostgresLostAt(remove, atTheAuditEntry));
+    expectNothingWritten(await loss.withPostgresLostAt(remove, atTheAuditEntry));
     expect(await lambdas()).toEqual([saved.cid]);
     expect(await entries('DeleteLambdaTool', target)).toEqual([]);
     await remove();

@@ -12,7 +12,8 @@
 import { sql } from 'kysely';
 import { createDb, type Db } from '@mcpx/db';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, type ServerStatus } from '@mcpx/contracts';
+import type { WireError } from '@mcpx/contracts';
+import { type ServerStatus } from '@mcpx/contracts';
 import {
   addTool,
   echoTool,
@@ -23,7 +24,13 @@ import {
   type TestOAuthServer,
 } from '../servers/index.js';
 import { ApiClient } from '../support/api-client.js';
-import { atTheAuditEntry, described, postgresLoss, type PostgresLoss } from '../support/postgres-lost.js';
+import {
+  atTheAuditEntry,
+  described,
+  expectNothingWritten,
+  postgresLoss,
+  type PostgresLoss,
+} from '../support/postgres-lost.js';
 import { RegistryHarness } from '../support/registry-harness.js';
 import { eventually } from '../support/system.js';
 
@@ -155,10 +162,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
         }),
       { table: 'oauth_connections', mode: 'EXCLUSIVE', query: 'insert into "registry"."oauth_connections"%' },
     );
-    expect(got, described(got)).toBeInstanceOf(WireError);
-    expect((got as WireError).code, described(got)).toBe('unavailable');
-    expect((got as WireError).details).toMatchObject({ dependency: 'postgres' });
-    expect((got as Error).message).toContain('nothing was written');
+    expectNothingWritten(got);
     expect(JSON.stringify((got as WireError).details)).not.toContain('s3cret-value');
     // "Nothing was written" is true: neither the server nor its client is stored.
     expect(await storedNames()).not.toContain('client');
@@ -172,9 +176,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
       () => api.act('SetMcpServer', { name: 'unread', config: { url: upstream.url } }),
       overridesRead,
     );
-    expect(got, described(got)).toBeInstanceOf(WireError);
-    expect((got as WireError).code, described(got)).toBe('unavailable');
-    expect((got as Error).message).toContain('nothing was written');
+    expectNothingWritten(got);
     expect(await storedNames()).not.toContain('unread');
   });
 
@@ -256,9 +258,7 @@ describe('SetMcpServer with Postgres lost midway: the answer tells what was writ
     const before = await oauthState();
     expect(before).toHaveLength(1);
     const got = await withPostgresLostAt(() => api.act('AuthorizeMcpServer', { name: 'authorizing' }), overridesRead);
-    expect(got, described(got)).toBeInstanceOf(WireError);
-    expect((got as WireError).code, described(got)).toBe('unavailable');
-    expect((got as Error).message).toContain('nothing was written');
+    expectNothingWritten(got);
     // "Nothing was written" is true: no authorization was started.
     expect(await oauthState()).toEqual(before);
   });

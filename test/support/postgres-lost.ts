@@ -6,7 +6,8 @@
  */
 import { sql } from 'kysely';
 import type { Db } from '@mcpx/db';
-import type { WireError } from '@mcpx/contracts';
+import { expect } from 'vitest';
+import { WireError } from '@mcpx/contracts';
 import { eventually } from './system.js';
 
 /** Where the registry's statement is held: `table` locked in `mode`, the statement matching `query` (ILIKE). */
@@ -39,6 +40,14 @@ export interface PostgresLoss {
 /** An answer or an error as a test failure shows it. */
 export const described = (got: unknown): string =>
   got instanceof Error ? `${(got as WireError).code} ${got.message}` : JSON.stringify(got);
+
+/** An action refused because Postgres was lost: `unavailable`, naming Postgres, saying that nothing was written. */
+export function expectNothingWritten(got: unknown): void {
+  expect(got, described(got)).toBeInstanceOf(WireError);
+  expect((got as WireError).code, described(got)).toBe('unavailable');
+  expect((got as WireError).details).toMatchObject({ dependency: 'postgres' });
+  expect((got as Error).message).toContain('nothing was written');
+}
 
 /**
  * The loss helpers over `db` (the test's reads: the terminations and the look at who waits) and
