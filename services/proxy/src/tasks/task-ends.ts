@@ -1,10 +1,11 @@
 import { ErrorCodes, TaskStates, type WireError, encodePayload, type TaskState } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import { McpAttributes, SpanKind, endWithOutcome, traceCarrier, type Tracer } from '@mcpx/telemetry';
+import { SpanKind, endWithOutcome, traceCarrier, type Tracer } from '@mcpx/telemetry';
 import { ROOT_CONTEXT, trace } from '@opentelemetry/api';
 import { ProtocolError, taskRequest, type TaskWireTarget, type UpstreamTask } from '@mcpx/mcp-client';
 import { toWire } from '../wire-errors.js';
 import { toolError, type StoredOutcome } from './task-outcome.js';
+import { taskSpanAttributes } from './task-rows.js';
 import type { TaskQuestions } from './task-questions.js';
 import type { TaskRow, TaskStore } from './task-store.js';
 
@@ -189,16 +190,7 @@ export class TaskEnds {
   private async cancelExpired(row: TaskRow): Promise<void> {
     const span = this.deps.tracer.startSpan(
       'proxy.task.expire',
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'mcp.account': row.account_id,
-          'mcpx.task': row.id,
-          [McpAttributes.server]: row.server,
-          [McpAttributes.methodName]: 'tasks/cancel',
-          'mcpx.task.dialect': row.dialect,
-        },
-      },
+      { kind: SpanKind.CLIENT, attributes: taskSpanAttributes(row, 'tasks/cancel') },
       ROOT_CONTEXT,
     );
     const code = await this.cancelUpstream(row, traceCarrier(trace.setSpan(ROOT_CONTEXT, span)));

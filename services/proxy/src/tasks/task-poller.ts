@@ -2,10 +2,11 @@ import { ROOT_CONTEXT, trace, type Counter, type Histogram, type Meter, type Tra
 import { TaskStates, type TaskState } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
 import { isTerminalStatus, taskRequest, upstreamTaskOf, type TaskWireTarget } from '@mcpx/mcp-client';
-import { McpAttributes, SpanKind, endWithOutcome, traceCarrier } from '@mcpx/telemetry';
+import { SpanKind, endWithOutcome, traceCarrier } from '@mcpx/telemetry';
 import { toWire } from '../wire-errors.js';
 import { EXPIRE_BATCH, type TaskEnds } from './task-ends.js';
 import { lostTask } from './task-outcome.js';
+import { taskSpanAttributes } from './task-rows.js';
 import { LOOK_MAX_MS, PURGE_MS, RETRY_MS, TICK_MS, TurnTimer } from './task-turns.js';
 import type { TaskQuestions } from './task-questions.js';
 import type { TaskRow, TaskStore } from './task-store.js';
@@ -278,13 +279,7 @@ export class TaskPoller {
     const started = performance.now();
     const span = this.deps.tracer.startSpan('proxy.task.poll', {
       kind: SpanKind.CLIENT,
-      attributes: {
-        'mcp.account': row.account_id,
-        'mcpx.task': row.id,
-        [McpAttributes.server]: row.server,
-        [McpAttributes.methodName]: 'tasks/get',
-        'mcpx.task.dialect': row.dialect,
-      },
+      attributes: taskSpanAttributes(row, 'tasks/get'),
     });
     const carried = traceCarrier(trace.setSpan(ROOT_CONTEXT, span));
     let outcome = 'ok';

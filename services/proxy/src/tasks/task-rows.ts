@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { TaskStates, type TaskState, type TaskView } from '@mcpx/contracts';
+import { McpAttributes, type Attributes } from '@mcpx/telemetry';
 import type { TaskRow } from './task-store.js';
 
 // A task's names and faces: the connector's id of a new task, and what a row shows.
@@ -56,4 +57,15 @@ export function taskView(row: TaskRow): TaskView {
 
 function iso(d: Date | string): string {
   return (d instanceof Date ? d : new Date(d)).toISOString();
+}
+
+/** The attributes of a span of the broker's own request about a task (`method`: `tasks/get`, `tasks/cancel`). */
+export function taskSpanAttributes(row: TaskRow, method: string): Attributes {
+  return {
+    'mcp.account': row.account_id,
+    'mcpx.task': row.id,
+    [McpAttributes.server]: row.server,
+    [McpAttributes.methodName]: method,
+    'mcpx.task.dialect': row.dialect,
+  };
 }
