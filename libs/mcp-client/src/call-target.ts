@@ -38,6 +38,11 @@ export interface LegacyTarget extends TargetBase {
 export interface ToolCallOptions {
   timeoutMs: number;
   signal?: AbortSignal;
+  /**
+   * The caller's own controller, made the call's (instead of `signal`): aborting it cancels the
+   * call, and the call's timeout aborts it.
+   */
+  controller?: AbortController;
   /** The listed definition: its `x-mcp-header` parameters become `Mcp-Param-*` headers (modern). */
   tool?: Tool;
   /** Asks for progress (a `progressToken` in `_meta`); told of each `notifications/progress`. */

@@ -97,7 +97,7 @@ export class Connection implements McpConnection {
 
   callTool(params: CallToolRequest['params'], opts: CallToolOptions = {}): Promise<McpCallResult> {
     // No async frame of its own: the call path's hops are counted per call.
-    return this.#withReprobe((core) => this.#callOn(core, params, opts), opts.signal);
+    return this.#withReprobe((core) => this.#callOn(core, params, opts), opts.signal ?? opts.controller?.signal);
   }
 
   async relay(
@@ -185,13 +185,14 @@ export class Connection implements McpConnection {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
     const sent = withInputResponses(params, opts, core.verdict.era);
     const target = this.#targets.of(core);
+    const signal = opts.signal ?? opts.controller?.signal;
     if (opts.logLevel !== undefined && core.verdict.era === 'legacy')
-      await this.#sessionLogLevel(core, opts.logLevel, opts.signal, opts.trace);
+      await this.#sessionLogLevel(core, opts.logLevel, signal, opts.trace);
     if (target !== undefined) {
       try {
         const result = (await toolCall(target, sent, {
           timeoutMs,
-          ...(opts.signal ? { signal: opts.signal } : {}),
+          ...(opts.controller ? { controller: opts.controller } : opts.signal ? { signal: opts.signal } : {}),
           ...(opts.tool ? { tool: opts.tool } : {}),
           ...(opts.onProgress ? { onProgress: opts.onProgress } : {}),
           ...(opts.resetTimeoutOnProgress ? { resetTimeoutOnProgress: true } : {}),
@@ -211,7 +212,7 @@ export class Connection implements McpConnection {
     }
     // Through the SDK: a legacy session on the SSE transport.
     const options: RequestOptions = { timeout: timeoutMs };
-    if (opts.signal) options.signal = opts.signal;
+    if (signal) options.signal = signal;
     // The caller's trace context, in the POST's headers (./sse-transport.ts).
     const trace = opts.trace === undefined ? undefined : traceMeta(undefined, opts.trace);
     if (trace !== undefined) options.headers = trace;
@@ -224,7 +225,7 @@ export class Connection implements McpConnection {
     } catch (error) {
       // The SDK says nothing of whether its POST went out: what ran follows from its error's type
       // (a session stream that ended lost the answer: ./sse-transport.ts).
-      throw classifyMcpError(error, opts.signal, { ...this.#classifyContext(core), ran: callRan(error, false) });
+      throw classifyMcpError(error, signal, { ...this.#classifyContext(core), ran: callRan(error, false) });
     }
   }
 

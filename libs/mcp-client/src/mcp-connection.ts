@@ -77,6 +77,12 @@ export interface CallToolOptions {
   /** Default 120 s. */
   timeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * The caller's own controller, made the call's (instead of `signal`): aborting it cancels the
+   * call, and the call's timeout aborts it too (so after a timeout it reads aborted). Spares a
+   * second controller linked to the caller's signal on every call.
+   */
+  controller?: AbortController;
   /** Ask the server for progress notifications. */
   onProgress?: (progress: Progress) => void;
   /** Restart the timeout on each progress notification (requests progress). */

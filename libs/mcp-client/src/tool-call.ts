@@ -40,7 +40,7 @@ export async function toolCall(
   opts: ToolCallOptions,
 ): Promise<CallToolResult | InputRequiredWire> {
   const id = `mcpx-${++nextId}`;
-  const clock = new CallClock(opts.timeoutMs, opts.signal);
+  const clock = new CallClock(opts.timeoutMs, opts.signal, opts.controller);
   const progressToken = opts.onProgress !== undefined || opts.resetTimeoutOnProgress === true ? id : undefined;
   const onOther =
     progressToken === undefined && target.era === 'modern' && opts.onLog === undefined

@@ -324,7 +324,7 @@ export class CallHandler {
     try {
       const sender = new UpstreamSend(this.upstream, {
         ...call,
-        signal: ctl.signal,
+        controller: ctl,
         ...(resumption !== undefined ? { resumption } : {}),
         ...(taskId !== undefined ? { task: { id: taskId, ttlMs: tasks!.maxTtlMs } } : {}),
         ...(progress !== undefined ? { progress } : {}),

@@ -40,7 +40,8 @@ export interface UpstreamCall {
   doc: McpToolDocument;
   server: ServerCredentials;
   timeoutMs: number;
-  signal: AbortSignal;
+  /** The call's controller (the handler aborts it on a cancel): made the upstream request's own, whose timeout aborts it too. */
+  controller: AbortController;
   /** The call's trace context (its `proxy.call` span) and span. */
   ctx: Context;
   span: Span;
@@ -115,7 +116,7 @@ export class UpstreamSend {
     } catch (err) {
       const next = retryDecision({
         code: err instanceof McpClientError ? err.code : undefined,
-        cancelled: this.c.signal.aborted,
+        cancelled: this.c.controller.signal.aborted,
         refreshable: this.c.server.oauth !== undefined && this.deps.oauth !== undefined,
         attempt: 1,
       });
@@ -169,7 +170,7 @@ export class UpstreamSend {
     const declared = declaredFor(req);
     return {
       timeoutMs: this.c.timeoutMs,
-      signal: this.c.signal,
+      controller: this.c.controller,
       tool: this.tool,
       onResume: (outcome) => this.deps.resumed(client, doc.server, outcome),
       // The endpoint's client that declared what it answers is declared as it is (see
