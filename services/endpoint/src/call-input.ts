@@ -25,7 +25,10 @@ export interface ToolCallInput {
   caps: { elicitation?: boolean; elicitationUrl?: boolean; sampling?: boolean; roots?: boolean };
   /** The JSON-RPC request id (a 2025 client's cancel names it). */
   requestId: string | number;
+  /** Aborted when the client goes away (the lean path makes it only when read: `gone` is what a call listens to). */
   signal: AbortSignal;
+  /** The lean path's cheaper listening for the client going away; without it, the call listens to `signal`. */
+  gone?: { onAbort(fn: () => void): () => void };
   /** Which path serves it (a span attribute): the SDK's handler, or the lean path beside it. */
   path: 'sdk' | 'lean';
   /** The agent's tool set as the serving path just read it (the call is judged on the same set, without reading it again). */

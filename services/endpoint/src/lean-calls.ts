@@ -28,6 +28,7 @@ import {
 } from './lean-requests.js';
 import {
   abortOnClose,
+  type ClientClose,
   inputRequiredJson,
   resultJson,
   rpcErrorJson,
@@ -156,7 +157,7 @@ export class LeanCalls {
     grant: TokenGrant,
     call: LeanCall,
     caps: Parameters<LeanCallsDeps['calls']['call']>[0]['caps'],
-    signal: AbortSignal,
+    close: ClientClose,
     fresh = true,
   ): Parameters<LeanCallsDeps['calls']['call']>[0] {
     return {
@@ -167,7 +168,11 @@ export class LeanCalls {
       headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
       caps,
       requestId: call.id,
-      signal,
+      // Made only if something reads it: a call listens through `gone`.
+      get signal(): AbortSignal {
+        return close.signal;
+      },
+      gone: close,
       path: 'lean',
       ...(fresh ? { toolSet: call.toolSet } : {}),
       // A 2025 call that asked for a task answers with the created task; the client's declared answers go with it (call-input.ts).
@@ -215,7 +220,7 @@ export class LeanCalls {
     };
     // What the call threw was answered; a throw before it was told anything is answered here.
     await this.deps.calls
-      .call(this.callInput(req, grant, call, declared, abort.signal), answer)
+      .call(this.callInput(req, grant, call, declared, abort), answer)
       .catch((err: unknown) => answer(undefined, err));
   }
 
@@ -242,7 +247,7 @@ export class LeanCalls {
       let final: CallToolResult | undefined;
       for (let round = 1; final === undefined; round++) {
         const result = await this.deps.calls.call({
-          ...this.callInput(req, grant, call, declared, abort.signal, round === 1),
+          ...this.callInput(req, grant, call, declared, abort, round === 1),
           ...logs,
           ...(requestState !== undefined ? { requestState } : {}),
           ...(inputResponses !== undefined ? { inputResponses } : {}),
@@ -261,7 +266,7 @@ export class LeanCalls {
         if (!res.headersSent) res.writeHead(200, SSE_HEADERS);
         inputResponses = await this.questions.ask(grant, res, result, declared, abort.signal);
         // The client went away while asked: the call goes no further (an approval stays the owner's).
-        if (abort.signal.aborted) return;
+        if (abort.aborted) return;
         requestState = typeof result.requestState === 'string' ? result.requestState : undefined;
       }
       // A created task (`{task}`) goes as it was made.

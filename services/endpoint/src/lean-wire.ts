@@ -57,17 +57,62 @@ export function rpcErrorJson(id: string | number, err: unknown): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32603, message: 'Internal error' } });
 }
 
-/** An abort signal fired when the client goes away before the answer is written. */
-export function abortOnClose(res: ServerResponse): { signal: AbortSignal; done: () => void } {
-  const ac = new AbortController();
-  let finished = false;
-  res.once('close', () => {
-    if (!finished) ac.abort();
-  });
-  return {
-    signal: ac.signal,
-    done: () => {
-      finished = true;
-    },
-  };
+/**
+ * The client going away before its answer is written: listeners told at once (`onAbort`), and an
+ * abort signal made only for whoever asks for one (a call that is only tracked for a cancel, the
+ * common case, costs no AbortController).
+ */
+export class ClientClose {
+  #controller: AbortController | undefined;
+  #listeners: Array<() => void> | undefined;
+  #closed = false;
+  #finished = false;
+
+  constructor(res: ServerResponse) {
+    res.once('close', () => {
+      if (!this.#finished) this.#close();
+    });
+  }
+
+  /** Whether the client went away before the answer. */
+  get aborted(): boolean {
+    return this.#closed;
+  }
+
+  /** An abort signal of the client going away (made on the first ask). */
+  get signal(): AbortSignal {
+    if (this.#controller === undefined) {
+      this.#controller = new AbortController();
+      if (this.#closed) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  /** Tells `fn` once if the client goes away (not if it went already, as a signal's listener); the returned function forgets it. */
+  onAbort(fn: () => void): () => void {
+    if (this.#closed) return () => {};
+    (this.#listeners ??= []).push(fn);
+    return () => {
+      const i = this.#listeners?.indexOf(fn) ?? -1;
+      if (i >= 0) this.#listeners!.splice(i, 1);
+    };
+  }
+
+  /** The answer is written: a close from now on is not the client going away. */
+  done(): void {
+    this.#finished = true;
+  }
+
+  #close(): void {
+    this.#closed = true;
+    this.#controller?.abort();
+    const listeners = this.#listeners;
+    this.#listeners = undefined;
+    for (const fn of listeners ?? []) fn();
+  }
+}
+
+/** The client going away before the answer is written (see {@link ClientClose}). */
+export function abortOnClose(res: ServerResponse): ClientClose {
+  return new ClientClose(res);
 }

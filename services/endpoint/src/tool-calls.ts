@@ -288,16 +288,27 @@ export class ToolCalls {
       cancelled = true;
       cancel();
     };
-    input.signal.addEventListener('abort', onAbort, { once: true });
+    const unlisten = input.gone !== undefined ? input.gone.onAbort(onAbort) : listen(input.signal, onAbort);
     const key = `${input.grant.id}\u0000${String(input.requestId)}`;
     const calls = this.inflight.get(key);
     if (calls === undefined) this.inflight.set(key, [onAbort]);
     else calls.push(onAbort);
     return () => {
-      input.signal.removeEventListener('abort', onAbort);
-      const left = this.inflight.get(key)?.filter((f) => f !== onAbort);
-      if (left === undefined || left.length === 0) this.inflight.delete(key);
-      else this.inflight.set(key, left);
+      unlisten();
+      const now = this.inflight.get(key);
+      // The common case, one call under its id: forgotten without a copy.
+      if (now === undefined || (now.length === 1 && now[0] === onAbort)) this.inflight.delete(key);
+      else
+        this.inflight.set(
+          key,
+          now.filter((f) => f !== onAbort),
+        );
     };
   }
+}
+
+/** `fn` told once when `signal` aborts; the returned function forgets it. */
+function listen(signal: AbortSignal, fn: () => void): () => void {
+  signal.addEventListener('abort', fn, { once: true });
+  return () => signal.removeEventListener('abort', fn);
 }
