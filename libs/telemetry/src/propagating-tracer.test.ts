@@ -1,5 +1,5 @@
 import { headers } from '@nats-io/transport-node';
-import { ROOT_CONTEXT, TraceFlags, context, trace, type SpanContext } from '@opentelemetry/api';
+import { INVALID_SPAN_CONTEXT, ROOT_CONTEXT, TraceFlags, context, trace, type SpanContext } from '@opentelemetry/api';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PropagatingTracerProvider } from './propagating-tracer.js';
@@ -42,6 +42,10 @@ describe('spans of a process with no exporter', () => {
       expect(sc.traceFlags).toBe(TraceFlags.SAMPLED);
     }
     expect(a.traceId).not.toBe(b.traceId);
+    // Under the API's invalid context (a non-recording parent of nothing): a trace of its own.
+    const c = tracer.startSpan('c', {}, trace.setSpanContext(ROOT_CONTEXT, INVALID_SPAN_CONTEXT)).spanContext();
+    expect(trace.isSpanContextValid(c)).toBe(true);
+    expect(c.traceFlags).toBe(TraceFlags.SAMPLED);
     expect(b.traceId).not.toBe(remote(TraceFlags.SAMPLED).traceId);
   });
 

@@ -1,4 +1,6 @@
 import {
+  INVALID_SPANID,
+  INVALID_TRACEID,
   context as contextApi,
   trace,
   TraceFlags,
@@ -35,7 +37,7 @@ class PropagatingTracer implements Tracer {
 
   startSpan(_name: string, options?: SpanOptions, ctx: Context = contextApi.active()): Span {
     const parent = options?.root === true ? undefined : trace.getSpanContext(ctx);
-    const valid = parent !== undefined && trace.isSpanContextValid(parent);
+    const valid = parent !== undefined && isValid(parent);
     const spanContext: SpanContext = valid
       ? {
           traceId: parent.traceId,
@@ -67,4 +69,18 @@ class PropagatingTracer implements Tracer {
     const span = this.startSpan(name, options, ctx);
     return contextApi.with(trace.setSpan(ctx, span), fn as (s: Span) => ReturnType<F>, undefined, span);
   }
+}
+
+/**
+ * Whether a parent's context is a real one: not the API's invalid context, ids of their length.
+ * Every context a process holds has hex ids already (its own spans' are generated; a remote one
+ * passed the W3C propagator's parse), so the API's hex scan of both ids on every span is spared.
+ */
+function isValid(sc: SpanContext): boolean {
+  return (
+    sc.traceId.length === 32 &&
+    sc.spanId.length === 16 &&
+    sc.traceId !== INVALID_TRACEID &&
+    sc.spanId !== INVALID_SPANID
+  );
 }
