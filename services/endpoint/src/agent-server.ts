@@ -24,6 +24,7 @@ import { registerSubscribe, type LegacySubscriptions } from './legacy-subscripti
 import { FaceHandlers } from './face-handlers.js';
 import type { TokenGrant } from './agent-tokens.js';
 import { declaresForms, declaresUrl, progressTokenOf, ToolCalls, unknownTool } from './tool-calls.js';
+import { goneOf } from './call-input.js';
 import { CompactFaces } from './compact-face.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
 import type { UserApprovals } from './user-approvals.js';
@@ -357,7 +358,7 @@ export class AgentServers {
           roots: caps.roots !== undefined,
         },
         requestId: ctx.mcpReq.id,
-        signal: ctx.mcpReq.signal,
+        gone: goneOf(ctx.mcpReq.signal),
         path: 'sdk',
         ...(task !== undefined ? { task } : {}),
         ...callStreams(ctx, progressToken, logLevel),

@@ -25,10 +25,8 @@ export interface ToolCallInput {
   caps: { elicitation?: boolean; elicitationUrl?: boolean; sampling?: boolean; roots?: boolean };
   /** The JSON-RPC request id (a 2025 client's cancel names it). */
   requestId: string | number;
-  /** Aborted when the client goes away (the lean path makes it only when read: `gone` is what a call listens to). */
-  signal: AbortSignal;
-  /** The lean path's cheaper listening for the client going away; without it, the call listens to `signal`. */
-  gone?: { onAbort(fn: () => void): () => void };
+  /** The client going away: what the call listens to, and an abort signal for whoever needs one. */
+  gone: ClientGone;
   /** Which path serves it (a span attribute): the SDK's handler, or the lean path beside it. */
   path: 'sdk' | 'lean';
   /** The agent's tool set as the serving path just read it (the call is judged on the same set, without reading it again). */
@@ -117,4 +115,29 @@ export function answersOf(input: ToolCallInput): {
       ? { tasks: true }
       : {}),
   };
+}
+
+/**
+ * A client going away before its call is answered: listened to (`onAbort`), or as an abort signal.
+ * The lean path's makes its signal only when asked (lean-wire.ts `ClientClose`); the SDK's paths
+ * hand their request's ({@link goneOf}).
+ */
+export interface ClientGone {
+  readonly signal: AbortSignal;
+  /** Tells `fn` once if the client goes away; the returned function forgets it. */
+  onAbort(fn: () => void): () => void;
+}
+
+/** The client going away as `signal` says it. */
+export function goneOf(signal: AbortSignal): ClientGone {
+  return new SignalGone(signal);
+}
+
+class SignalGone implements ClientGone {
+  constructor(readonly signal: AbortSignal) {}
+
+  onAbort(fn: () => void): () => void {
+    this.signal.addEventListener('abort', fn, { once: true });
+    return () => this.signal.removeEventListener('abort', fn);
+  }
 }

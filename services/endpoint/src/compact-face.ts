@@ -11,7 +11,7 @@ import {
 import type { TokenGrant } from './agent-tokens.js';
 import { FaceHandlers } from './face-handlers.js';
 import { errorResult } from './call-result.js';
-import { declaresForms, progressTokenOf } from './call-input.js';
+import { declaresForms, goneOf, progressTokenOf } from './call-input.js';
 import { relayedProgress } from './call-notices.js';
 import type { ToolCalls } from './tool-calls.js';
 import type { AgentToolSet, ToolSets } from './tool-sets.js';
@@ -375,7 +375,7 @@ export class CompactFaces {
         ...(ctx.mcpReq.inputResponses !== undefined ? { inputResponses: ctx.mcpReq.inputResponses } : {}),
         caps: { elicitation: declaresForms(caps.elicitation), sampling: caps.sampling !== undefined },
         requestId: ctx.mcpReq.id,
-        signal: ctx.mcpReq.signal,
+        gone: goneOf(ctx.mcpReq.signal),
         path: 'sdk',
         ...relayedProgress(ctx.mcpReq, progressToken),
       });

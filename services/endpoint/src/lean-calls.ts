@@ -168,10 +168,6 @@ export class LeanCalls {
       headers: { traceparent: header(req, 'traceparent'), tracestate: header(req, 'tracestate') },
       caps,
       requestId: call.id,
-      // Made only if something reads it: a call listens through `gone`.
-      get signal(): AbortSignal {
-        return close.signal;
-      },
       gone: close,
       path: 'lean',
       ...(fresh ? { toolSet: call.toolSet } : {}),

@@ -190,7 +190,7 @@ export class ToolCalls {
     }
     // A call re-sent to wait for the task an earlier one left running (a client without tasks).
     const resumedTask = this.deps.tasks?.resumed(meta);
-    if (resumedTask !== undefined) return await this.deps.tasks!.resume(grant, name, resumedTask, input.signal);
+    if (resumedTask !== undefined) return await this.deps.tasks!.resume(grant, name, resumedTask, input.gone.signal);
     return await this.send(input, state, approvalId);
   }
 
@@ -288,7 +288,7 @@ export class ToolCalls {
       cancelled = true;
       cancel();
     };
-    const unlisten = input.gone !== undefined ? input.gone.onAbort(onAbort) : listen(input.signal, onAbort);
+    const unlisten = input.gone.onAbort(onAbort);
     const key = `${input.grant.id}\u0000${String(input.requestId)}`;
     const calls = this.inflight.get(key);
     if (calls === undefined) this.inflight.set(key, [onAbort]);
@@ -305,10 +305,4 @@ export class ToolCalls {
         );
     };
   }
-}
-
-/** `fn` told once when `signal` aborts; the returned function forgets it. */
-function listen(signal: AbortSignal, fn: () => void): () => void {
-  signal.addEventListener('abort', fn, { once: true });
-  return () => signal.removeEventListener('abort', fn);
 }
