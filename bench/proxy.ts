@@ -140,8 +140,10 @@ async function rawModernClient(
   };
 }
 
-/** Turns of each side in a side-by-side comparison (a, b, a, b, …). */
+/** Turns of each side in a side-by-side comparison (a, b, then b, a, …). */
 const TURNS = QUICK ? 3 : 4;
+/** Sequential calls of each side in each turn of a side-by-side comparison, after its 32-caller phase. */
+const SIDE_SEQUENTIAL = 300;
 
 interface Side {
   /** Names the side in the rows (`call log on`, `this code`, …). */
@@ -151,22 +153,25 @@ interface Side {
 
 /**
  * Two proxy processes side by side on the same system and upstream, each with a run of its own
- * stuck to it, measured in turns at 32 callers on the modern server: the only comparison of two
- * proxies that a shared, noisy box allows. Returns the rows and each side's mean CPU per call and calls/s.
+ * stuck to it, measured in turns at 32 callers on the modern server, then 300 calls one at a time:
+ * the only comparison of two proxies that a shared, noisy box allows. The order alternates from
+ * turn to turn (the side that runs second in a turn was favoured). Returns the rows and each
+ * side's mean CPU per call and calls/s, and the median over turns of its sequential p50.
  */
 async function sideBySide(
   system: ProxySystem,
   sides: [Side, Side],
-): Promise<{ rows: string[]; mean: Array<{ cpu: number; rate: number }> }> {
+): Promise<{ rows: string[]; mean: Array<{ cpu: number; rate: number; seqP50: number }> }> {
   const rowOf = (p: Phase): string =>
-    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${p.cpuPerCallMs.toFixed(3)} | - |`;
+    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${Number.isNaN(p.cpuPerCallMs) ? '-' : p.cpuPerCallMs.toFixed(3)} | - |`;
   const run = (i: number) => `side-${i}`;
   sides.forEach((side, i) => system.client.stick(run(i), side.proxy.instance));
   const call = (r: string) => (i: number) => system.call('magent', r, 'mbench__echo', { text: `m${i}` });
   for (let i = 0; i < sides.length; i++) await runPhase(WARMUP, CALLERS, call(run(i)));
   const phases: Array<Phase & { side: number }> = [];
+  const sequential: Array<{ side: number; p50: number }> = [];
   for (let turn = 0; turn < TURNS; turn++) {
-    for (let i = 0; i < sides.length; i++) {
+    for (const i of turn % 2 === 0 ? [0, 1] : [1, 0]) {
       const p = sides[i]!.proxy;
       const before = (await proxyStats(p)).cpu;
       const r = await runPhase(CONCURRENT, CALLERS, call(run(i)));
@@ -179,12 +184,27 @@ async function sideBySide(
         upstreamCpuPerCallMs: 0,
         side: i,
       });
+      const seq = await runPhase(SIDE_SEQUENTIAL, 1, call(run(i)));
+      sequential.push({ side: i, p50: seq.p50 });
+      phases.push({
+        what: `modern: NATS + proxy, sequential, ${sides[i]!.label} (turn ${turn + 1})`,
+        calls: SIDE_SEQUENTIAL,
+        ...seq,
+        cpuPerCallMs: Number.NaN,
+        upstreamCpuPerCallMs: 0,
+        side: i,
+      });
     }
   }
   const mean = sides.map((_, i) => {
-    const ps = phases.filter((p) => p.side === i);
+    const ps = phases.filter((p) => p.side === i && p.calls === CONCURRENT);
     const avg = (f: (p: Phase) => number): number => ps.reduce((n, p) => n + f(p), 0) / ps.length;
-    return { cpu: avg((p) => p.cpuPerCallMs), rate: avg((p) => p.calls / p.seconds) };
+    const p50s = sequential.filter((s) => s.side === i).map((s) => s.p50);
+    return {
+      cpu: avg((p) => p.cpuPerCallMs),
+      rate: avg((p) => p.calls / p.seconds),
+      seqP50: [...p50s].sort((a, b) => a - b)[Math.floor(p50s.length / 2)]!,
+    };
   });
   const rows = [
     '',
@@ -231,7 +251,7 @@ async function baselineComparison(system: ProxySystem, baselineRoot: string): Pr
     ]);
     return [
       ...rows,
-      `this code / baseline, ${CALLERS} callers, mean of ${TURNS} turns each: proxy CPU per call ${mean[0]!.cpu.toFixed(3)} / ${mean[1]!.cpu.toFixed(3)} ms = ${(mean[0]!.cpu / mean[1]!.cpu).toFixed(3)}×; calls/s ${(mean[0]!.rate / mean[1]!.rate).toFixed(3)}×`,
+      `this code / baseline, ${CALLERS} callers, mean of ${TURNS} turns each: proxy CPU per call ${mean[0]!.cpu.toFixed(3)} / ${mean[1]!.cpu.toFixed(3)} ms = ${(mean[0]!.cpu / mean[1]!.cpu).toFixed(3)}×; calls/s ${(mean[0]!.rate / mean[1]!.rate).toFixed(3)}×; sequential p50 (median of the turns) ${mean[0]!.seqP50.toFixed(3)} / ${mean[1]!.seqP50.toFixed(3)} ms = ${(mean[0]!.seqP50 - mean[1]!.seqP50 >= 0 ? '+' : '') + (mean[0]!.seqP50 - mean[1]!.seqP50).toFixed(3)} ms`,
     ];
   } finally {
     await mine.stop();
