@@ -76,9 +76,9 @@ export interface TestMcpServerStats {
   listCalls: number;
   /** TCP connections currently open. */
   openSockets(): number;
-  /** Every `traceparent` header received (the trace context the client propagated). */
+  /** Every `traceparent` header received (the trace context the client propagated), the last 1,000 at least. */
   traceparents: string[];
-  /** The `traceparent` header of each JSON-RPC request received, by method (absent: `''`). */
+  /** The `traceparent` header of each JSON-RPC request received, by method (absent: `''`), the last 1,000 at least. */
   traceparentsByMethod: Map<string, string[]>;
   /** Header values received, by lowercased name (to prove what the client sent). */
   headersSeen: Map<string, string[]>;
@@ -217,10 +217,9 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
       for (const m of messages) {
         const method = (m as { method?: unknown; id?: unknown } | null)?.method;
         if (typeof method !== 'string' || (m as { id?: unknown }).id === undefined) continue;
-        stats.traceparentsByMethod.set(method, [
-          ...(stats.traceparentsByMethod.get(method) ?? []),
-          typeof tp === 'string' ? tp : '',
-        ]);
+        const seen = stats.traceparentsByMethod.get(method) ?? [];
+        if (seen.length === 0) stats.traceparentsByMethod.set(method, seen);
+        keepLast(seen, typeof tp === 'string' ? tp : '');
       }
     }
     stats.handshakes += messages.filter((m) => isInitializeRequest(m)).length;
@@ -395,7 +394,7 @@ export async function startTestMcpServer(opts: TestMcpServerOptions = {}): Promi
 
   const httpServer = createServer((req, res) => {
     const tp = req.headers.traceparent;
-    if (typeof tp === 'string') stats.traceparents.push(tp);
+    if (typeof tp === 'string') keepLast(stats.traceparents, tp);
     for (const [k, v] of Object.entries(req.headers)) {
       if (typeof v === 'string') stats.headersSeen.set(k, [...(stats.headersSeen.get(k) ?? []), v].slice(-20));
     }
@@ -522,4 +521,16 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | unde
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Traces kept per list: a benchmark sends the server tens of thousands of calls. */
+const KEPT_TRACES = 1_000;
+
+/**
+ * Appends `item`, keeping the last {@link KEPT_TRACES} at least (in place, the front dropped in one
+ * go once it doubles: a copy of the whole list per request made each request slower than the last).
+ */
+function keepLast(list: string[], item: string): void {
+  list.push(item);
+  if (list.length > 2 * KEPT_TRACES) list.splice(0, list.length - KEPT_TRACES);
 }
