@@ -1,15 +1,14 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
-import { WireError, makeSubjects } from '@mcpx/contracts';
-import { ProxyClient } from '@mcpx/proxy-client';
-import { installTraceContext, setupTelemetry, type Telemetry, type TraceContextKind } from '@mcpx/telemetry';
+import { WireError } from '@mcpx/contracts';
+import type { ProxyClient } from '@mcpx/proxy-client';
+import type { Telemetry, TraceContextKind } from '@mcpx/telemetry';
 import { hostileContentTools } from '../servers/content-tools.js';
 import { echoTool, holdTool, startTestMcpServer, type HeldCalls, type TestMcpServer } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
+import type { ApiClient } from '../support/api-client.js';
 import { createAgentListing } from '../support/fixtures/agents.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { eventually } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 
 /** The default bound on one event of an event stream: 8 MiB. */
@@ -35,38 +34,30 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
   (kind) => {
     const exporter = new InMemorySpanExporter();
     const held: HeldCalls = new Map();
+    let traced: TracedSystem;
     let telemetry: Telemetry;
-    let system: InProcessSystem;
-    let nc: NatsConnection;
     let proxy: ProxyClient;
     let api: ApiClient;
     let upstream: TestMcpServer;
     let agent: string;
 
     beforeAll(async () => {
-      installTraceContext(kind);
-      telemetry = await setupTelemetry({ serviceName: 'mcpx-legacy-sse-cut-test', spanExporter: exporter });
-      [system, upstream] = await Promise.all([
-        InProcessSystem.start({ telemetry, logSink: () => {} }),
+      [traced, upstream] = await Promise.all([
+        startTracedSystem(kind, 'mcpx-legacy-sse-cut-test', exporter),
         startTestMcpServer({
           era: 'legacy',
           transport: 'sse',
           tools: [...hostileContentTools(), holdTool(held), echoTool()],
         }),
       ]);
-      nc = await connect({ servers: serviceUrls().nats });
-      proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-      api = new ApiClient(system.apiUrl);
+      ({ telemetry, proxy, api } = traced);
       await api.act('SetMcpServer', { name: 'ls', config: { url: upstream.url, transport: 'sse' } });
       agent = await createAgentListing(api, 'sse-cut', ['ls'], ['ls__blob']);
     }, 120_000);
 
     afterAll(async () => {
-      await nc?.drain();
-      await system?.stop();
+      await traced?.stop();
       await upstream?.close();
-      await telemetry?.shutdown();
-      installTraceContext('async');
     });
 
     it('fails the call at the cut, and the call in flight beside it; the next call gets a fresh session', async () => {

@@ -1,14 +1,12 @@
-import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WireError, makeSubjects } from '@mcpx/contracts';
-import { ProxyClient } from '@mcpx/proxy-client';
-import { setupTelemetry, type Telemetry } from '@mcpx/telemetry';
+import { WireError } from '@mcpx/contracts';
+import type { ProxyClient } from '@mcpx/proxy-client';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
 import { echoTool, holdTool, startTestMcpServer, type HeldCalls, type TestMcpServer } from '../servers/index.js';
-import { ApiClient } from '../support/api-client.js';
-import { serviceUrls } from '../support/env.js';
+import type { ApiClient } from '../support/api-client.js';
 import { createAgentListing } from '../support/fixtures/agents.js';
-import { InProcessSystem, eventually } from '../support/system.js';
+import { eventually } from '../support/system.js';
+import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
 
 /**
  * Far beyond the test's own timeout: a call still waiting when the stream ended was not failed
@@ -25,32 +23,25 @@ const TEST_TIMEOUT_MS = 30_000;
  */
 describe('a legacy SSE session whose event stream ends while a call waits', () => {
   const held: HeldCalls = new Map();
-  let telemetry: Telemetry;
-  let system: InProcessSystem;
-  let nc: NatsConnection;
+  let traced: TracedSystem;
   let proxy: ProxyClient;
   let api: ApiClient;
   let upstream: TestMcpServer;
   let agent: string;
 
   beforeAll(async () => {
-    telemetry = await setupTelemetry({ serviceName: 'mcpx-sse-ends-test', spanExporter: new InMemorySpanExporter() });
-    [system, upstream] = await Promise.all([
-      InProcessSystem.start({ telemetry, logSink: () => {} }),
+    [traced, upstream] = await Promise.all([
+      startTracedSystem('async', 'mcpx-sse-ends-test', new InMemorySpanExporter()),
       startTestMcpServer({ era: 'legacy', transport: 'sse', tools: [holdTool(held), echoTool()] }),
     ]);
-    nc = await connect({ servers: serviceUrls().nats });
-    proxy = new ProxyClient(nc, makeSubjects(system.env.NATS_PREFIX ?? ''));
-    api = new ApiClient(system.apiUrl);
+    ({ proxy, api } = traced);
     await api.act('SetMcpServer', { name: 'ls', config: { url: upstream.url, transport: 'sse' } });
     agent = await createAgentListing(api, 'sse-ends', ['ls'], ['ls__hold', 'ls__echo']);
   }, 120_000);
 
   afterAll(async () => {
-    await nc?.drain();
-    await system?.stop();
+    await traced?.stop();
     await upstream?.close();
-    await telemetry?.shutdown();
   });
 
   it.each([
