@@ -28,9 +28,11 @@
  *   box's speed drifts more than the goal's margin within that);
  * - the call log (docs/activity.md) on and off, side by side: two more proxy processes at once,
  *   one recording (`ACTIVITY=on`, the default) and one not (`ACTIVITY=off`), each with a run of
- *   its own stuck to it, measured in turns (on, off, on, off…) at 32 callers on the modern server;
- *   the proxy's CPU per call of each, and the ratio (goal: recording adds ≤ 2 %). `BENCH_QUICK=1`
- *   runs it too (`PROXY_BENCH=activity` runs only it);
+ *   its own stuck to it, warmed in turns, then measured in turns (on, off, then off, on…) at 32
+ *   callers on the modern server; the proxy's CPU per call of each (read after the log's flush
+ *   interval, so each phase's writes count in it), the median of the turns' own ratios (goal:
+ *   recording adds ≤ 2 %), and Postgres's CPU per call beside it. `BENCH_QUICK=1` runs it too
+ *   (`PROXY_BENCH=activity` runs only it);
  * - `BENCH_BASELINE_ROOT=<checkout>`: this checkout's proxy and that checkout's, both from their
  *   sources, side by side in the same turns (`PROXY_BENCH=baseline` runs only that). `PROXY_BENCH=memory`
  *   runs only the modern memory leg (a fresh proxy, 10,000 open modern runs).
@@ -46,9 +48,10 @@ import {
   StreamableHTTPClientTransport,
 } from '../test/support/sdk-client.js';
 import { startNatsEcho } from '../test/support/nats-echo.js';
+import { matchingLog } from '../test/support/call-log-load.js';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
 import { ROOT } from '../test/support/system.js';
-import { BENCH_PROXY_ENV, runPhase, startEchoUpstream } from './support/measure.js';
+import { BENCH_PROXY_ENV, postgresCpuMs, runPhase, startEchoUpstream } from './support/measure.js';
 import { benchServiceForm, fromSources } from './support/service-bundles.js';
 
 // BENCH_QUICK=1: the modern rows only, fewer calls, no RSS phases (for iterating on the call path;
@@ -140,49 +143,89 @@ async function rawModernClient(
   };
 }
 
-/** Turns of each side in a side-by-side comparison (a, b, then b, a, …). */
-const TURNS = QUICK ? 3 : 4;
+/** Turns of each side in a side-by-side comparison (a, b, then b, a, …): even, so each side goes first as often. */
+const TURNS = QUICK ? 4 : 6;
 /** Sequential calls of each side in each turn of a side-by-side comparison, after its 32-caller phase. */
 const SIDE_SEQUENTIAL = 300;
+/**
+ * After a side's 32-caller phase, this long before its CPU is read: past the call log's flush
+ * interval (1 s by default), so the batch of the phase's last calls is written, and counted, in
+ * the phase that made it (on the proxy and on Postgres).
+ */
+const SIDE_SETTLE_MS = 1_300;
 
 interface Side {
   /** Names the side in the rows (`call log on`, `this code`, …). */
   label: string;
   proxy: ProxyProcess;
+  /**
+   * While this side runs, the bench writes one row to the call log for each of its calls, a batch
+   * a second, as a recording proxy does: the side that does not record then loads Postgres (and
+   * the box, whose two cores everything shares) as the side that does, and the comparison reads
+   * what recording costs the proxy itself.
+   */
+  matchLog?: boolean;
+}
+
+/** One side's figures over the turns of {@link sideBySide}. */
+interface SideFigures {
+  /** Mean over the turns: proxy CPU per call (ms), calls/s, Postgres CPU per call (ms). */
+  cpu: number;
+  rate: number;
+  pgCpu: number;
+  /** Median over the turns of the sequential p50 (ms). */
+  seqP50: number;
 }
 
 /**
  * Two proxy processes side by side on the same system and upstream, each with a run of its own
  * stuck to it, measured in turns at 32 callers on the modern server, then 300 calls one at a time:
- * the only comparison of two proxies that a shared, noisy box allows. The order alternates from
- * turn to turn (the side that runs second in a turn was favoured). Returns the rows and each
- * side's mean CPU per call and calls/s, and the median over turns of its sequential p50.
+ * the only comparison of two proxies that a shared, noisy box allows. Both are warmed in turns
+ * first (a proxy's V8 still compiles its hot paths after 1,500 calls: the first turn read a third
+ * above the last). The order alternates from turn to turn over an even number of turns (the side
+ * that runs second in a turn was favoured). Returns the rows, each side's figures, and the median
+ * and middle half of the turns' own CPU ratios (side 0 / side 1, each pair of phases a few
+ * seconds apart: the box's drift over the run cancels there, not in the means).
  */
 async function sideBySide(
   system: ProxySystem,
   sides: [Side, Side],
-): Promise<{ rows: string[]; mean: Array<{ cpu: number; rate: number; seqP50: number }> }> {
-  const rowOf = (p: Phase): string =>
-    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${Number.isNaN(p.cpuPerCallMs) ? '-' : p.cpuPerCallMs.toFixed(3)} | - |`;
+): Promise<{ rows: string[]; mean: SideFigures[]; cpuRatio: { median: number; low: number; high: number } }> {
+  const rowOf = (p: Phase & { pgCpu: number }): string =>
+    `| ${p.what} | ${p.calls} | ${(p.calls / p.seconds).toFixed(0)} | ${p.p50.toFixed(3)} | ${p.p99.toFixed(3)} | ${Number.isNaN(p.cpuPerCallMs) ? '-' : p.cpuPerCallMs.toFixed(3)} | ${Number.isNaN(p.pgCpu) ? '-' : p.pgCpu.toFixed(3)} |`;
   const run = (i: number) => `side-${i}`;
   sides.forEach((side, i) => system.client.stick(run(i), side.proxy.instance));
   const call = (r: string) => (i: number) => system.call('magent', r, 'mbench__echo', { text: `m${i}` });
-  for (let i = 0; i < sides.length; i++) await runPhase(WARMUP, CALLERS, call(run(i)));
-  const phases: Array<Phase & { side: number }> = [];
+  const log = sides.some((s) => s.matchLog) ? matchingLog(system) : undefined;
+  const counted = (i: number) => {
+    const f = call(run(i));
+    return sides[i]!.matchLog ? (k: number) => f(k).finally(() => log!.count()) : f;
+  };
+  for (let round = 0; round < 2; round++)
+    for (let i = 0; i < sides.length; i++) await runPhase(WARMUP, CALLERS, call(run(i)));
+  await new Promise((r) => setTimeout(r, SIDE_SETTLE_MS));
+  const phases: Array<Phase & { side: number; turn: number; pgCpu: number }> = [];
   const sequential: Array<{ side: number; p50: number }> = [];
   for (let turn = 0; turn < TURNS; turn++) {
     for (const i of turn % 2 === 0 ? [0, 1] : [1, 0]) {
       const p = sides[i]!.proxy;
       const before = (await proxyStats(p)).cpu;
-      const r = await runPhase(CONCURRENT, CALLERS, call(run(i)));
+      const pgBefore = postgresCpuMs();
+      if (sides[i]!.matchLog) log!.start();
+      const r = await runPhase(CONCURRENT, CALLERS, counted(i));
+      if (sides[i]!.matchLog) await log!.stop();
+      await new Promise((res) => setTimeout(res, SIDE_SETTLE_MS));
       const after = (await proxyStats(p)).cpu;
+      const pgAfter = postgresCpuMs();
       phases.push({
         what: `modern: NATS + proxy, ${CALLERS} callers, ${sides[i]!.label} (turn ${turn + 1})`,
         calls: CONCURRENT,
         ...r,
         cpuPerCallMs: (cpuMs(after) - cpuMs(before)) / CONCURRENT,
         upstreamCpuPerCallMs: 0,
+        pgCpu: (pgAfter - pgBefore) / CONCURRENT,
         side: i,
+        turn,
       });
       const seq = await runPhase(SIDE_SEQUENTIAL, 1, call(run(i)));
       sequential.push({ side: i, p50: seq.p50 });
@@ -192,43 +235,61 @@ async function sideBySide(
         ...seq,
         cpuPerCallMs: Number.NaN,
         upstreamCpuPerCallMs: 0,
+        pgCpu: Number.NaN,
         side: i,
+        turn,
       });
     }
   }
-  const mean = sides.map((_, i) => {
-    const ps = phases.filter((p) => p.side === i && p.calls === CONCURRENT);
-    const avg = (f: (p: Phase) => number): number => ps.reduce((n, p) => n + f(p), 0) / ps.length;
+  await log?.close();
+  const concurrent = phases.filter((p) => p.calls === CONCURRENT);
+  const mean = sides.map((_, i): SideFigures => {
+    const ps = concurrent.filter((p) => p.side === i);
+    const avg = (f: (p: (typeof ps)[number]) => number): number => ps.reduce((n, p) => n + f(p), 0) / ps.length;
     const p50s = sequential.filter((s) => s.side === i).map((s) => s.p50);
     return {
       cpu: avg((p) => p.cpuPerCallMs),
       rate: avg((p) => p.calls / p.seconds),
+      pgCpu: avg((p) => p.pgCpu),
       seqP50: [...p50s].sort((a, b) => a - b)[Math.floor(p50s.length / 2)]!,
     };
   });
+  const ratios = Array.from({ length: TURNS }, (_, turn) => {
+    const [a, b] = [0, 1].map((i) => concurrent.find((p) => p.turn === turn && p.side === i)!.cpuPerCallMs);
+    return a! / b!;
+  }).sort((x, y) => x - y);
+  const at = (q: number): number => ratios[Math.min(ratios.length - 1, Math.floor(q * ratios.length))]!;
+  const median = ratios.length % 2 === 0 ? (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2 : at(0.5);
   const rows = [
     '',
-    '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process) | upstream CPU ms/call |',
+    '| phase | calls | calls/s | p50 ms | p99 ms | CPU ms/call (proxy process) | Postgres CPU ms/call |',
     '|---|---|---|---|---|---|---|',
     ...phases.map(rowOf),
     '',
   ];
-  return { rows, mean };
+  return { rows, mean, cpuRatio: { median, low: at(0.25), high: at(0.75) } };
 }
+
+/** `BENCH_PROFILE=<dir>`: node's arguments for a V8 CPU profile of one side's proxy, written to `<dir>/<side>` when it stops. */
+const profileArgs = (side: string): string[] => {
+  const dir = process.env.BENCH_PROFILE;
+  return dir ? ['--cpu-prof', `--cpu-prof-dir=${join(dir, side)}`] : [];
+};
 
 /** The call log on and off, side by side: see the header. Returns the report's lines. */
 async function activityComparison(system: ProxySystem): Promise<string[]> {
-  const on = await spawnProxyProcess(system, { ACTIVITY: 'on' });
-  const off = await spawnProxyProcess(system, { ACTIVITY: 'off' });
+  const on = await spawnProxyProcess(system, { ACTIVITY: 'on' }, profileArgs('call-log-on'));
+  const off = await spawnProxyProcess(system, { ACTIVITY: 'off' }, profileArgs('call-log-off'));
   try {
-    const { rows, mean } = await sideBySide(system, [
+    const { rows, mean, cpuRatio } = await sideBySide(system, [
       { label: 'call log on', proxy: on },
-      { label: 'call log off', proxy: off },
+      { label: 'call log off', proxy: off, matchLog: true },
     ]);
-    const [cpuOn, cpuOff] = [mean[0]!.cpu, mean[1]!.cpu];
+    const [m0, m1] = [mean[0]!, mean[1]!];
+    const pct = (r: number): string => `${r >= 1 ? '+' : ''}${((r - 1) * 100).toFixed(1)} %`;
     return [
       ...rows,
-      `call log, ${CALLERS} callers, mean of ${TURNS} turns each: proxy CPU per call on ${cpuOn.toFixed(3)} ms, off ${cpuOff.toFixed(3)} ms: recording adds ${((cpuOn / cpuOff - 1) * 100).toFixed(1)} % (goal ≤ 2 %); calls/s on / off = ${(mean[0]!.rate / mean[1]!.rate).toFixed(3)}`,
+      `call log, ${CALLERS} callers, ${TURNS} turns each: proxy CPU per call on / off, median of the turns ${pct(cpuRatio.median)} (middle half ${pct(cpuRatio.low)} to ${pct(cpuRatio.high)}; goal ≤ 2 %); means on ${m0.cpu.toFixed(3)} ms, off ${m1.cpu.toFixed(3)} ms (${pct(m0.cpu / m1.cpu)}); calls/s on / off = ${(m0.rate / m1.rate).toFixed(3)}; Postgres CPU per call on ${m0.pgCpu.toFixed(3)} ms, off ${m1.pgCpu.toFixed(3)} ms (off: the bench writes as many rows while it runs, so both sides load Postgres and the box alike; this is what the database spends on the log)`,
     ];
   } finally {
     await on.stop();
@@ -245,13 +306,15 @@ async function baselineComparison(system: ProxySystem, baselineRoot: string): Pr
   const mine = await spawnProxyProcess(system, {}, [], ROOT);
   const base = await spawnProxyProcess(system, {}, [], baselineRoot);
   try {
-    const { rows, mean } = await sideBySide(system, [
+    const { rows, mean, cpuRatio } = await sideBySide(system, [
       { label: 'this code', proxy: mine },
       { label: 'baseline', proxy: base },
     ]);
+    const [m0, m1] = [mean[0]!, mean[1]!];
+    const gap = m0.seqP50 - m1.seqP50;
     return [
       ...rows,
-      `this code / baseline, ${CALLERS} callers, mean of ${TURNS} turns each: proxy CPU per call ${mean[0]!.cpu.toFixed(3)} / ${mean[1]!.cpu.toFixed(3)} ms = ${(mean[0]!.cpu / mean[1]!.cpu).toFixed(3)}×; calls/s ${(mean[0]!.rate / mean[1]!.rate).toFixed(3)}×; sequential p50 (median of the turns) ${mean[0]!.seqP50.toFixed(3)} / ${mean[1]!.seqP50.toFixed(3)} ms = ${(mean[0]!.seqP50 - mean[1]!.seqP50 >= 0 ? '+' : '') + (mean[0]!.seqP50 - mean[1]!.seqP50).toFixed(3)} ms`,
+      `this code / baseline, ${CALLERS} callers, ${TURNS} turns each: proxy CPU per call, median of the turns ${cpuRatio.median.toFixed(3)}× (middle half ${cpuRatio.low.toFixed(3)}× to ${cpuRatio.high.toFixed(3)}×); means ${m0.cpu.toFixed(3)} / ${m1.cpu.toFixed(3)} ms = ${(m0.cpu / m1.cpu).toFixed(3)}×; calls/s ${(m0.rate / m1.rate).toFixed(3)}×; sequential p50 (median of the turns) ${m0.seqP50.toFixed(3)} / ${m1.seqP50.toFixed(3)} ms = ${(gap >= 0 ? '+' : '') + gap.toFixed(3)} ms`,
     ];
   } finally {
     await mine.stop();

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../../test/support/system.js';
 
@@ -42,6 +42,30 @@ export function processCpuMs(pid: number | undefined): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * CPU milliseconds every `postgres` process of this machine has used (/proc, utime + stime; 0
+ * where there is no /proc). The bench's Postgres serves nothing else while a phase runs, so the
+ * difference over a phase is what the phase cost the database (the call log's inserts).
+ */
+export function postgresCpuMs(): number {
+  let total = 0;
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((d) => /^\d+$/.test(d));
+  } catch {
+    return 0;
+  }
+  for (const pid of pids) {
+    try {
+      if (readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== 'postgres') continue;
+    } catch {
+      continue;
+    }
+    total += processCpuMs(Number(pid));
+  }
+  return total;
 }
 
 /** The loopback echo MCP server of one era (test/servers/echo-upstream-main.ts) in its own process. */

@@ -2,17 +2,17 @@ import { metrics } from '@opentelemetry/api';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { ProxyCallRequest } from '@mcpx/contracts';
 import { ActivityRecorder } from './activity-recorder.js';
-import type { ActivityStore, CallRecord } from './activity-store.js';
+import type { ActivityStore, CallColumns, CallRecord } from './activity-store.js';
 
 /** A store that keeps what it is given, or fails while `down` (the decision logic under test is the recorder's). */
 class MemoryStore implements ActivityStore {
   rows: CallRecord[] = [];
   down = false;
   writes = 0;
-  async write(rows: readonly CallRecord[]): Promise<void> {
+  async write(calls: CallColumns): Promise<void> {
     this.writes++;
     if (this.down) throw new Error('connection refused');
-    this.rows.push(...rows);
+    this.rows.push(...calls.rows());
   }
   async prune(): Promise<number> {
     return 0;

@@ -8,7 +8,7 @@ import {
 } from '@opentelemetry/api';
 import type { ProxyCallRequest } from '@mcpx/contracts';
 import type { Logger } from '@mcpx/log';
-import type { ActivityStore, CallRecord } from './activity-store.js';
+import { CallColumns, type ActivityStore } from './activity-store.js';
 import { outcomeOf, type CallTarget } from './call-metrics.js';
 
 export interface ActivityRecorderOptions {
@@ -48,7 +48,7 @@ const MAX_PRUNE_ACCOUNTS = 10_000;
  * only: never an argument, a result or a secret.
  */
 export class ActivityRecorder {
-  private rows: CallRecord[] = [];
+  private rows = new CallColumns();
   private timer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private writing: Promise<void> | undefined;
@@ -103,23 +103,22 @@ export class ActivityRecorder {
     }
     // A task's id, once calls carry one (read loosely so the log needs no change when they do).
     const taskId = (req as { taskId?: unknown }).taskId;
-    this.rows.push({
-      account: req.account,
-      // Whole milliseconds: the cursor of ListCalls is a time in ms and must name a row exactly.
-      at: Math.round(Date.now() - ms),
-      agent: req.agent,
-      run: req.run,
-      callId: req.callId,
-      server: target.server,
-      tool: req.tool,
-      code,
-      outcome: outcomeOf(code),
-      durationMs: Math.round(ms),
-      era: target.era,
-      approvalId: req.approvalId,
-      inputRequestId: req.inputRequestId,
-      taskId: typeof taskId === 'string' && taskId.length <= 128 ? taskId : undefined,
-    });
+    const c = this.rows;
+    c.account.push(req.account);
+    // Whole milliseconds: the cursor of ListCalls is a time in ms and must name a row exactly.
+    c.at.push(Math.round(Date.now() - ms));
+    c.agent.push(req.agent);
+    c.run.push(req.run);
+    c.callId.push(req.callId);
+    c.server.push(target.server);
+    c.tool.push(req.tool);
+    c.code.push(code);
+    c.outcome.push(outcomeOf(code));
+    c.durationMs.push(Math.round(ms));
+    c.era.push(target.era);
+    c.approvalId.push(req.approvalId);
+    c.inputRequestId.push(req.inputRequestId);
+    c.taskId.push(typeof taskId === 'string' && taskId.length <= 128 ? taskId : undefined);
     this.arm();
   }
 
@@ -175,7 +174,7 @@ export class ActivityRecorder {
     clearTimeout(this.pruneTimer);
     await this.flush().catch(() => undefined);
     if (this.rows.length > 0) this.drop(this.rows.length, 'write_failed');
-    this.rows = [];
+    this.rows = new CallColumns();
   }
 
   /**
@@ -204,7 +203,7 @@ export class ActivityRecorder {
 
   /** One batch from the front: written, or put back (the buffer keeps its bound). Never throws. */
   private writeOnce(): Promise<void> {
-    const batch = this.rows.splice(0, this.batch);
+    const batch = this.rows.take(this.batch);
     // A trace of its own: a batch belongs to no one call.
     const span = this.opts.tracer?.startSpan(
       'proxy.activity.write',
@@ -217,7 +216,7 @@ export class ActivityRecorder {
         this.failures = 0;
         this.counts.recorded += batch.length;
         this.recorded.add(batch.length);
-        for (const row of batch) this.remember(row.account);
+        for (const account of batch.account) this.remember(account);
         this.writeTime.record(performance.now() - started, { outcome: 'ok' });
         span?.end();
       },
@@ -236,7 +235,7 @@ export class ActivityRecorder {
         // Put back in front of the newer ones; what no longer fits is given up and counted.
         const room = Math.max(0, this.opts.buffer - this.rows.length);
         if (room < batch.length) this.drop(batch.length - room, 'write_failed');
-        this.rows = batch.slice(0, room).concat(this.rows);
+        this.rows.prepend(batch, room);
       },
     );
     this.writing = done.finally(() => {
