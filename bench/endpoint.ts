@@ -87,7 +87,9 @@ function profileArgs(role: 'endpoint' | 'proxy' | 'relay' | 'responder'): string
  * `BENCH_BASELINE_ROOT=<checkout>`: a second endpoint, run from another checkout of the project
  * (e.g. a worktree of the commit before a change, its dependencies installed), on the same system,
  * proxy and upstreams, measured in the same run as this checkout's: the comparison of two codes
- * that a shared, noisy box allows. Absent: no baseline rows.
+ * that a shared, noisy box allows; and the two endpoints in paired blocks, the order alternating
+ * (the round-by-round median of their CPU ratio is the figure to read: the separate phases run one
+ * after the other and lean with the box's drift). Absent: no baseline rows.
  */
 const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
 
@@ -500,6 +502,15 @@ async function main(): Promise<void> {
             { op: ops.modernVia, pids: [endpoint.child.pid, proxy.child.pid] },
           )
         : undefined;
+    // The baseline endpoint against this one in paired blocks, the order alternating (the phases
+    // above run one after the other, and whichever runs later in a run reads the box's drift).
+    const pairedBase =
+      baseline !== undefined && PAIRED_ROUNDS > 0
+        ? await pairedConcurrent(
+            { op: ops.modernBase, pids: [baseline.child.pid] },
+            { op: ops.modernVia, pids: [endpoint.child.pid] },
+          )
+        : undefined;
     const legacy = QUICK
       ? undefined
       : {
@@ -609,6 +620,11 @@ async function main(): Promise<void> {
         : []),
       `CPU-bound ceiling at ${CALLERS} callers (direct CPU per call / the path's, nats-server not counted): endpoint modern ${f(cpuCeiling(mdc, mvc))}×, relay modern ${f(cpuCeiling(mdc, mrc))}×${legacy ? `; endpoint legacy ${f(cpuCeiling(legacy.ldc, legacy.lvc))}×, relay legacy ${f(cpuCeiling(legacy.ldc, legacy.lrc))}×` : ''}`,
       ...(mbs && mbc ? baselineLines('modern', mvs, mvc, mbs, mbc) : []),
+      ...(pairedBase
+        ? [
+            `- modern against the baseline endpoint, ${CALLERS} callers paired (${PAIRED_ROUNDS} rounds, the order alternating; the endpoint process only, the proxy is shared): endpoint CPU per call this / baseline round by round median ${f(pairedBase.cpuRatio.median, 3)}× (middle half ${f(pairedBase.cpuRatio.low, 3)} to ${f(pairedBase.cpuRatio.high, 3)}), over all blocks ${f(pairedBase.cpu.endpoint / pairedBase.cpu.relay, 3)}×; throughput median ${f(pairedBase.ratio.median, 3)}×`,
+          ]
+        : []),
       ...(legacy?.lbs && legacy.lbc ? baselineLines('legacy', legacy.lvs, legacy.lvc, legacy.lbs, legacy.lbc) : []),
       ...(sink === undefined ? [] : [`spans exported: ${sink.exports.count} OTLP requests taken by the sink`]),
       `warnings in this process: ${warnings.length === 0 ? 'none' : `${warnings.length}: ${warnings.slice(0, 2).join('; ')}`}`,
