@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'kysely';
-import { createDb, migrate, type Db } from '@mcpx/db';
+import { createDb, migrate, type ActivityCallsTable, type Db } from '@mcpx/db';
 import {
   CallColumns,
   PostgresActivityStore,
@@ -71,22 +71,9 @@ describe('the call log store writes every value as it was given (array literals,
       taskId: i % 7 === 0 ? v : undefined,
     }));
     await new PostgresActivityStore(db).write(columnsOf(rows));
-    const { rows: back } = await sql<{
-      account_id: string;
-      at: Date;
-      agent: string;
-      run: string;
-      call_id: string;
-      server: string | null;
-      tool: string;
-      code: string;
-      outcome: string;
-      duration_ms: number;
-      era: string | null;
-      approval_id: string | null;
-      input_request_id: string | null;
-      task_id: string | null;
-    }>`SELECT * FROM activity.calls ORDER BY at`.execute(db);
+    const { rows: back } = await sql<
+      Omit<ActivityCallsTable, 'at'> & { at: Date }
+    >`SELECT * FROM activity.calls ORDER BY at`.execute(db);
     expect(back).toHaveLength(rows.length);
     back.forEach((b, i) => {
       const r = rows[i]!;
@@ -113,23 +100,25 @@ describe('the call log store writes every value as it was given (array literals,
     const store = new PostgresActivityStore(db);
     await store.write(new CallColumns());
     const before = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM activity.calls`.execute(db)).rows[0]!.n;
-    const c = new CallColumns();
-    for (let i = 0; i < 5_000; i++) {
-      c.account.push('acct-bulk');
-      c.at.push(Date.now() - i);
-      c.agent.push('ag');
-      c.run.push('r');
-      c.callId.push(`bulk-${i}`);
-      c.server.push('s');
-      c.tool.push('s__t');
-      c.code.push('ok');
-      c.outcome.push('ok');
-      c.durationMs.push(1);
-      c.era.push('legacy');
-      c.approvalId.push(undefined);
-      c.inputRequestId.push(undefined);
-      c.taskId.push(undefined);
-    }
+    const now = Date.now();
+    const c = columnsOf(
+      Array.from({ length: 5_000 }, (_, i) => ({
+        account: 'acct-bulk',
+        at: now - i,
+        agent: 'ag',
+        run: 'r',
+        callId: `bulk-${i}`,
+        server: 's',
+        tool: 's__t',
+        code: 'ok',
+        outcome: 'ok',
+        durationMs: 1,
+        era: 'legacy',
+        approvalId: undefined,
+        inputRequestId: undefined,
+        taskId: undefined,
+      })),
+    );
     await store.write(c);
     const after = (await sql<{ n: number }>`SELECT count(*)::int AS n FROM activity.calls`.execute(db)).rows[0]!.n;
     expect(after - before).toBe(5_000);
