@@ -17,13 +17,17 @@ import { listenOnLoopback } from './loopback.js';
  *   (a misbehaving server that would reflect a secret into an error message);
  * - `drop`: closes the connection of its first `drops` requests once it has read them, answering
  *   nothing (a server that closes a kept-alive connection as it is reused, or restarts), and
- *   forwards the rest to `target`.
+ *   forwards the rest to `target`;
+ * - `oversize`: while `armed()`, answers a POST of the JSON-RPC `method` with a result of about
+ *   `bytes` bytes (one long description), and forwards the rest to `target` (a server whose
+ *   answer grew past a client's bound after it was discovered).
  */
 export type FrontServerOptions =
   | { mode: 'redirect'; target: string }
   | { mode: 'forward'; target: string; delayMs?: number }
   | { mode: 'echo'; status: number }
-  | { mode: 'drop'; target: string; drops: number };
+  | { mode: 'drop'; target: string; drops: number }
+  | { mode: 'oversize'; target: string; method: string; bytes: number; armed: () => boolean };
 
 export interface FrontServer {
   /** `http://127.0.0.1:PORT` (no path: append the path the target serves). */
@@ -92,11 +96,23 @@ export async function startFrontServer(opts: FrontServerOptions, port = 0): Prom
       req.socket.destroy();
       return;
     }
+    let rpc: unknown;
     if (body.length > 0) {
       try {
-        state.bodies.push(JSON.parse(body.toString('utf8')));
+        rpc = JSON.parse(body.toString('utf8'));
+        state.bodies.push(rpc);
       } catch {
         // not JSON: not recorded
+      }
+    }
+    if (opts.mode === 'oversize' && opts.armed()) {
+      const { id, method } = (rpc ?? {}) as { id?: unknown; method?: unknown };
+      if (method === opts.method) {
+        const tools = [{ name: 'big', description: 'x'.repeat(opts.bytes), inputSchema: { type: 'object' } }];
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id, result: { tools } }));
+        return;
       }
     }
     if (opts.mode === 'forward' && opts.delayMs) await new Promise((r) => setTimeout(r, opts.delayMs));

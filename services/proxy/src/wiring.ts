@@ -58,7 +58,7 @@ export function connectionPool(
   },
   legacyAsks: LegacyAsks,
 ): ConnectionPool {
-  const quiet = new QuietDiscovery((msg) => d.bus.notify(d.bus.subjects.toolsObserved, msg), d.log);
+  const quiet = new QuietDiscovery((msg) => d.bus.notify(d.bus.subjects.toolsObserved, msg), d.log, d.telemetry);
   return new ConnectionPool(
     {
       connectTimeoutMs: 30_000,
