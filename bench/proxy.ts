@@ -35,7 +35,9 @@
  *   (`PROXY_BENCH=activity` runs only it);
  * - `BENCH_BASELINE_ROOT=<checkout>`: this checkout's proxy and that checkout's, both from their
  *   sources, side by side in the same turns (`PROXY_BENCH=baseline` runs only that). `PROXY_BENCH=memory`
- *   runs only the modern memory leg (a fresh proxy, 10,000 open modern runs).
+ *   runs only the modern memory leg (a fresh proxy, 10,000 open modern runs). `PROXY_BENCH=floor`
+ *   runs only the paired floor comparison, for the proxy as it runs and for one with its call log
+ *   off.
  */
 import { createRequire } from 'node:module';
 import { availableParallelism, totalmem } from 'node:os';
@@ -494,6 +496,30 @@ async function main(): Promise<void> {
       await echoCall(i);
       return raw.call(i);
     };
+
+    if (only === 'floor') {
+      // The floor comparison alone, twice: the proxy as it runs (its call log on) and a proxy
+      // whose call log is off, each against the same floor in paired blocks: how much of the gap
+      // is the log's (its inserts share the box's cores with everything else).
+      const off = await spawnProxyProcess(system, { ACTIVITY: 'off' });
+      try {
+        system.client.stick('mbench-run', proxy.instance);
+        system.client.stick('mbench-off', off.instance);
+        const offCall = (i: number) => system.call('magent', 'mbench-off', 'mbench__echo', { text: `m${i}` });
+        for (const op of [modernProxiedCall, offCall, echoThenRaw]) await runPhase(WARMUP, CALLERS, op);
+        const withLog = await pairedWithFloor(modernProxiedCall, echoThenRaw, proxy);
+        const withoutLog = await pairedWithFloor(offCall, echoThenRaw, off);
+        process.stdout.write(
+          `machine: ${availableParallelism()} cores, node ${process.version}, ${new Date().toISOString()}\n${[
+            ...withLog.map((l) => `call log on (as it runs): ${l}`),
+            ...withoutLog.map((l) => `call log off: ${l}`),
+          ].join('\n')}\n`,
+        );
+      } finally {
+        await off.stop();
+      }
+      return;
+    }
 
     const phases: Phase[] = [];
     const upstreamOf = (what: string): (() => number) =>
