@@ -103,17 +103,20 @@ export class ProxySystem {
 
   /** `SetMcpServer` and waits for a successful discovery. */
   async setServer(name: string, url: string): Promise<void> {
-    const { server } = await this.api.act<{ server: { status: { state: string; error?: string } } }>('SetMcpServer', {
-      name,
-      config: { url },
-    });
+    const { server } = await this.api.actForSetUp<{ server: { status: { state: string; error?: string } } }>(
+      'SetMcpServer',
+      {
+        name,
+        config: { url },
+      },
+    );
     if (server.status.state !== 'ok')
       throw new Error(`server ${name} did not connect: ${server.status.error ?? server.status.state}`);
   }
 
   /** Creates an agent granted `servers` and waits until it has `minTools` tools projected. */
   async createAgent(name: string, servers: string[], minTools = 1): Promise<string> {
-    const { agent } = await this.api.act<{ agent: { id: string } }>('CreateAgent', {
+    const { agent } = await this.api.actForSetUp<{ agent: { id: string } }>('CreateAgent', {
       name,
       definition: { mcpServers: servers },
     });

@@ -267,7 +267,7 @@ export class Stack {
    */
   async setServer(name: string, url: string, api: ApiClient = this.api): Promise<void> {
     type Saved = { server: { status: { state: string; error?: string } } };
-    let { server } = await api.act<Saved>('SetMcpServer', { name, config: { url } });
+    let { server } = await api.actForSetUp<Saved>('SetMcpServer', { name, config: { url } });
     for (
       let retry = 0;
       retry < 2 &&
@@ -283,7 +283,7 @@ export class Stack {
 
   /** Creates an agent granted `servers` and waits until it has `minTools` tools projected; returns its id. */
   async createAgent(name: string, servers: string[], minTools = 1, api: ApiClient = this.api): Promise<string> {
-    const { agent } = await api.act<{ agent: { id: string } }>('CreateAgent', {
+    const { agent } = await api.actForSetUp<{ agent: { id: string } }>('CreateAgent', {
       name,
       definition: { mcpServers: servers },
     });
