@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -15,6 +13,7 @@ import {
 import { cliEnvFor, runCli } from '../support/cli.js';
 import { serviceUrls } from '../support/env.js';
 import { startEndpointSystem, type EndpointSystem } from './endpoint-harness.js';
+import { metricsText, metricValue } from '../support/metrics-text.js';
 
 type Seen = { progress: number; total?: number; message?: string };
 
@@ -109,18 +108,8 @@ describe('progress end to end: upstream → proxy → runtime and endpoint clien
       expect(new Set(seen).size).toBe(seen.length);
       expect(seen.at(-1)).toBe(1_900);
     }
-    const srv = createServer((req, res) => sys.system.telemetry.metricsHandler(req, res));
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    const metrics = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
-    await new Promise<void>((r) => srv.close(() => r()));
-    const count = (outcome: string): number =>
-      Number(
-        metrics
-          .split('\n')
-          .find((l) => l.startsWith('mcpx_proxy_progress_events_total{') && l.includes(`outcome="${outcome}"`))
-          ?.split(' ')
-          .pop() ?? 0,
-      );
+    const metrics = await metricsText(sys.system.telemetry);
+    const count = (outcome: string): number => metricValue(metrics, 'mcpx_proxy_progress_events_total', { outcome });
     expect(count('dropped')).toBeGreaterThan(3_000);
     expect(count('relayed')).toBeGreaterThan(0);
     // 10,000 on one response stream pass the outbound bound of events per stream: a typed failure

@@ -68,7 +68,7 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
     const sentBy = (server: TestMcpServer, method: string): string[] =>
       server.stats.traceparentsByMethod.get(method) ?? [];
 
-    it("a call on the SSE transport sends its upstream span's context; the new connection's listing the acquire span's", async () => {
+    it("a call on the SSE transport sends its upstream span's context; the new connection's listing its own span's, a child of the acquire span", async () => {
       const { spans, error } = await tracedCall(telemetry, exporter, proxy, {
         account: api.principal,
         agent,
@@ -79,14 +79,21 @@ describe.each(['explicit', 'async'] satisfies TraceContextKind[])(
       expect(error).toBeUndefined();
       const upstreamCall = one(spans, 'mcp tools/call');
       expect(sentBy(sse, 'tools/call')).toContain(traceparent(upstreamCall));
-      // Quiet discovery lists the tools of the connection the call opened, after the handshake.
+      // Quiet discovery lists the tools of the connection the call opened, after the handshake,
+      // under a span of its own (proxy.tools.observe), a child of the acquire span.
       const acquire = one(spans, 'proxy.pool.acquire');
       expect(acquire.attributes['mcpx.pool.handshake']).toBe(true);
-      await eventually(
-        async () => (sentBy(sse, 'tools/list').includes(traceparent(acquire)) ? true : undefined),
+      const observe = await eventually(
+        async () =>
+          exporter
+            .getFinishedSpans()
+            .find(
+              (s) => s.name === 'proxy.tools.observe' && s.parentSpanContext?.spanId === acquire.spanContext().spanId,
+            ),
         10_000,
-        "the opening's tools/list with the acquire span's context",
+        "the opening's listing span, a child of the acquire span",
       );
+      expect(sentBy(sse, 'tools/list')).toContain(traceparent(observe));
     });
 
     it("a relayed prompts/list on a legacy Streamable HTTP session sends the relay span's context", async () => {

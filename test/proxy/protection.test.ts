@@ -1,9 +1,8 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { echoTool, slowTool, startTestMcpServer, type TestMcpServer } from '../servers/index.js';
 import { ProxySystem } from '../support/proxy-system.js';
 import { eventually } from '../support/system.js';
+import { metricsText } from '../support/metrics-text.js';
 
 describe.each(['modern', 'legacy'] as const)(
   'per-server protection shared across instances (Redis), a %s server',
@@ -105,10 +104,7 @@ describe.each(['modern', 'legacy'] as const)(
 
     it('the refusals above are counted: by kind in mcpx_quota_rejections_total, by code and server in mcpx_call_errors_total', async () => {
       // The proxies' own Prometheus exposition (the telemetry they were started with).
-      const srv = createServer((req, res) => system.telemetry.metricsHandler(req, res));
-      await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-      const text = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
-      await new Promise<void>((r) => srv.close(() => r()));
+      const text = await metricsText(system.telemetry);
       const value = (re: RegExp): number => Number(re.exec(text)?.[1] ?? 0);
       expect(
         value(/^mcpx_quota_rejections_total\{[^}]*kind="call_concurrency_per_server"[^}]*\} (\d+)/m),

@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace';
 import type { ProxyClient } from '@mcpx/proxy-client';
@@ -10,6 +9,7 @@ import { createAgentListing } from '../support/fixtures/agents.js';
 import { tracedCall } from '../support/fixtures/traced-call.js';
 import { eventually } from '../support/system.js';
 import { startTracedSystem, type TracedSystem } from '../support/traced-system.js';
+import { metricsText, metricValue } from '../support/metrics-text.js';
 
 /** The default bound on one answer's body: 8 MiB. */
 const BOUND_BYTES = 8 * 1024 * 1024;
@@ -32,9 +32,6 @@ describe('quiet discovery is traced and counted', () => {
   let seen: FrontServer;
   let agent: string;
   let oversize = false;
-  /** The process's Prometheus text (the services here share this test's telemetry). */
-  let metrics: Server;
-  let metricsUrl: string;
 
   beforeAll(async () => {
     traced = await startTracedSystem('explicit', 'mcpx-quiet-discovery-test', exporter);
@@ -51,13 +48,9 @@ describe('quiet discovery is traced and counted', () => {
     await api.act('SetMcpServer', { name: 'plain', config: { url: `${seen.origin}/mcp` } });
     await api.act('SetMcpServer', { name: 'grows', config: { url: `${front.origin}/mcp` } });
     agent = await createAgentListing(api, 'observer', ['plain', 'grows'], ['plain__echo', 'grows__echo']);
-    metrics = createServer(telemetry.metricsHandler);
-    await new Promise<void>((r) => metrics.listen(0, '127.0.0.1', r));
-    metricsUrl = `http://127.0.0.1:${(metrics.address() as { port: number }).port}/metrics`;
   }, 120_000);
 
   afterAll(async () => {
-    metrics?.close();
     await traced?.stop();
     await front?.close();
     await seen?.close();
@@ -74,11 +67,9 @@ describe('quiet discovery is traced and counted', () => {
       'the proxy.tools.observe span',
     );
 
-  const metric = async (outcome: string): Promise<number> => {
-    const text = await (await fetch(metricsUrl)).text();
-    const line = text.split('\n').find((l) => l.startsWith(`mcpx_proxy_tools_observed_total{outcome="${outcome}"`));
-    return line === undefined ? 0 : Number(line.split(' ').at(-1));
-  };
+  /** The services here share this test's telemetry: its Prometheus text is theirs. */
+  const metric = async (outcome: string): Promise<number> =>
+    metricValue(await metricsText(telemetry), 'mcpx_proxy_tools_observed_total', { outcome });
 
   it("opens a connection's listing as a child of the call's trace, carried to the server, and counts it published", async () => {
     const before = await metric('published');

@@ -1,5 +1,3 @@
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { ApprovalView } from '@mcpx/contracts';
@@ -14,6 +12,7 @@ import {
   type TestMcpServer,
 } from '../servers/index.js';
 import { startEndpointSystem, type EndpointSystem } from '../endpoint/endpoint-harness.js';
+import { metricsText, metricValue } from '../support/metrics-text.js';
 
 type Listed = { name: string; inputSchema?: Record<string, unknown> };
 type ErrorMeta = { code: string; message: string };
@@ -122,21 +121,9 @@ describe('the schema rule: tools the server accepts are accepted', () => {
 
   it('lets through what the validator cannot check (100 $refs in a row), and counts filled and unchecked calls per server', async () => {
     expect(text(await sys.system.call('browser', 'r5', 'web__chain', { a: 1 }))).toBe('chain ran');
-    const srv = createServer((req, res) => sys.system.telemetry.metricsHandler(req, res));
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    const metrics = await (await fetch(`http://127.0.0.1:${(srv.address() as AddressInfo).port}/metrics`)).text();
-    await new Promise<void>((r) => srv.close(() => r()));
-    const value = (kind: string): number => {
-      const line = metrics
-        .split('\n')
-        .find(
-          (l) =>
-            l.startsWith('mcpx_call_validation_total{') &&
-            l.includes(`kind="${kind}"`) &&
-            l.includes('mcpx_server="web"'),
-        );
-      return Number(line?.split(' ').pop() ?? 0);
-    };
+    const metrics = await metricsText(sys.system.telemetry);
+    const value = (kind: string): number =>
+      metricValue(metrics, 'mcpx_call_validation_total', { kind, mcpx_server: 'web' });
     expect(value('default_filled')).toBeGreaterThanOrEqual(2);
     expect(value('unchecked')).toBeGreaterThanOrEqual(1);
   });

@@ -9,8 +9,6 @@
  * leaves the owner's own browser able to finish.
  */
 import { createHash } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { Redis } from 'ioredis';
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace';
@@ -25,6 +23,7 @@ import { TestBrowser } from '../support/oauth-browser.js';
 import type { OAuthSystem } from '../support/oauth-system.js';
 import { eventually, type InProcessSystem } from '../support/system.js';
 import { natsPerSuite, oauthSystemPerSuite } from '../support/fixtures/suites.js';
+import { metricsText } from '../support/metrics-text.js';
 
 describe('OAuth is bound to the browser that opened the ticket', () => {
   const exporter = new InMemorySpanExporter();
@@ -89,17 +88,6 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
       return rows[0]?.n !== '0';
     } finally {
       await client.end();
-    }
-  }
-
-  /** The in-process services' Prometheus text. */
-  async function metricsText(): Promise<string> {
-    const server = createServer((req, res) => oauth.telemetry.metricsHandler(req, res));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    try {
-      return await (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`)).text();
-    } finally {
-      server.close();
     }
   }
 
@@ -269,7 +257,9 @@ describe('OAuth is bound to the browser that opened the ticket', () => {
     expect(
       logLines.some((l) => l.includes('oauth callback refused: not the browser that opened the authorization')),
     ).toBe(true);
-    const counted = (await metricsText()).split('\n').filter((l) => l.startsWith('mcpx_oauth_browser_bindings_total{'));
+    const counted = (await metricsText(oauth.telemetry))
+      .split('\n')
+      .filter((l) => l.startsWith('mcpx_oauth_browser_bindings_total{'));
     for (const [step, outcome] of [
       ['ticket', 'issued'],
       ['start', 'redirected'],
