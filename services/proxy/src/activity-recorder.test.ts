@@ -110,6 +110,15 @@ describe('ActivityRecorder', () => {
     expect(r2.stats.held).toBe(0);
   });
 
+  it('records a duration that is not a finite number of ms as 0, so the batch stays writable', async () => {
+    const store = new MemoryStore();
+    const r = recorder(store);
+    for (const ms of [Number.NaN, Number.POSITIVE_INFINITY, -5]) r.record(req(1), {}, 'ok', ms);
+    await r.flush();
+    expect(store.rows.map((x) => x.durationMs)).toEqual([0, 0, 0]);
+    for (const row of store.rows) expect(Number.isFinite(row.at)).toBe(true);
+  });
+
   it('keeps a task id only when it is a bounded string', async () => {
     const store = new MemoryStore();
     const r = recorder(store);

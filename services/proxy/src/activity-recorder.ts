@@ -104,9 +104,11 @@ export class ActivityRecorder {
     // A task's id, once calls carry one (read loosely so the log needs no change when they do).
     const taskId = (req as { taskId?: unknown }).taskId;
     const c = this.rows;
+    // A duration that is not a number would make the batch's INSERT fail, again and again.
+    const took = Number.isFinite(ms) && ms >= 0 ? ms : 0;
     c.account.push(req.account);
     // Whole milliseconds: the cursor of ListCalls is a time in ms and must name a row exactly.
-    c.at.push(Math.round(Date.now() - ms));
+    c.at.push(Math.round(Date.now() - took));
     c.agent.push(req.agent);
     c.run.push(req.run);
     c.callId.push(req.callId);
@@ -114,7 +116,7 @@ export class ActivityRecorder {
     c.tool.push(req.tool);
     c.code.push(code);
     c.outcome.push(outcomeOf(code));
-    c.durationMs.push(Math.round(ms));
+    c.durationMs.push(Math.round(took));
     c.era.push(target.era);
     c.approvalId.push(req.approvalId);
     c.inputRequestId.push(req.inputRequestId);
