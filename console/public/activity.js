@@ -21,6 +21,18 @@ const STYLE = `
 .activity .scroll { overflow-x: auto; }
 `;
 
+/**
+ * What the view works with: its context (the signed-action function and the page's filter), the
+ * calls shown, the paging cursor, its controls and nodes. Typed so that every `v.act` call is held
+ * to the action map like the console's other calls.
+ * @typedef {{ act: import('./action-types.js').Act; agent?: string; server?: string }} ActivityContext
+ * @typedef {{
+ *   ctx: ActivityContext; act: import('./action-types.js').Act; calls: Map<string, any>;
+ *   cursor: string | undefined; figuresAt: number; controls: ReturnType<typeof filterControls>;
+ *   figuresBody: HTMLElement; callsBody: HTMLElement; empty: HTMLElement; older: HTMLElement; noFigures: HTMLElement;
+ * }} ActivityView
+ */
+
 const ms = (v) => (v === null || v === undefined ? '–' : `${v} ms`);
 const pct = (r) => `${(r * 100).toFixed(r === 0 || r === 1 ? 0 : 1)}%`;
 
@@ -96,7 +108,10 @@ function filterControls(ctx) {
   return c;
 }
 
-/** The view's page: the servers' figures, then the filter form and the calls. */
+/**
+ * The view's page: the servers' figures, then the filter form and the calls.
+ * @param {ActivityView} v
+ */
 function activityLayout(v) {
   const num = 'num';
   const figures = el(
@@ -132,8 +147,12 @@ function activityLayout(v) {
   );
 }
 
-/** The filters the form says (blank fields left out). */
+/**
+ * The filters the form says (blank fields left out).
+ * @returns {{ agent?: string; server?: string; tool?: string; outcome?: 'failed' }}
+ */
 function filtersOf(c) {
+  /** @type {{ agent?: string; server?: string; tool?: string; outcome?: 'failed' }} */
   const f = {};
   for (const [key, node] of [
     ['agent', c.agent],
@@ -147,7 +166,10 @@ function filtersOf(c) {
   return f;
 }
 
-/** `trim`: the live tail keeps the newest MAX_ROWS; "Older" then goes on from the oldest kept (a cursor is `<ms>.<id>`). */
+/**
+ * `trim`: the live tail keeps the newest MAX_ROWS; "Older" then goes on from the oldest kept (a cursor is `<ms>.<id>`).
+ * @param {ActivityView} v
+ */
 function renderCalls(v, trim = false) {
   let rows = [...v.calls.values()].sort(newestFirst);
   if (trim && rows.length > MAX_ROWS) {
@@ -161,6 +183,7 @@ function renderCalls(v, trim = false) {
   v.older.hidden = v.cursor === undefined;
 }
 
+/** @param {ActivityView} v */
 async function loadFigures(v) {
   const res = await v.act('GetCallFigures', v.ctx.server ? { server: v.ctx.server } : {});
   v.figuresBody.replaceChildren(...res.servers.map(figureRow));
@@ -168,7 +191,11 @@ async function loadFigures(v) {
   v.figuresAt = Date.now();
 }
 
-/** The newest page with the filters; `reset` starts the list afresh (new filters). */
+/**
+ * The newest page with the filters; `reset` starts the list afresh (new filters).
+ * @param {ActivityView} v
+ * @param {boolean} reset
+ */
 async function loadNewest(v, reset) {
   const res = await v.act('ListCalls', { limit: PAGE, ...filtersOf(v.controls) });
   if (reset) {
@@ -179,7 +206,10 @@ async function loadNewest(v, reset) {
   renderCalls(v, !reset);
 }
 
-/** The page before the oldest shown. */
+/**
+ * The page before the oldest shown.
+ * @param {ActivityView} v
+ */
 async function loadOlder(v) {
   if (v.cursor === undefined) return;
   const res = await v.act('ListCalls', { limit: PAGE, ...filtersOf(v.controls), cursor: v.cursor });
@@ -188,7 +218,10 @@ async function loadOlder(v) {
   renderCalls(v);
 }
 
-/** Runs `fn`, then says whether the view is live, or what went wrong. */
+/**
+ * Runs `fn`, then says whether the view is live, or what went wrong.
+ * @param {ActivityView} v
+ */
 async function guarded(v, fn) {
   const say = (text, isError = false) => sayIn(v.controls.status, text, isError);
   try {
@@ -204,6 +237,8 @@ async function guarded(v, fn) {
  * Mounts the activity view in `root`. `ctx.act` is the console's signed-action function (api.js);
  * `ctx.agent` / `ctx.server` pre-filter it (an agent's or a server's page). Returns
  * `{refresh, unmount}`: unmount stops the live tail and empties `root`.
+ * @param {HTMLElement} root
+ * @param {ActivityContext} ctx
  */
 export async function mountActivity(root, ctx) {
   adoptStyle('.activity table', STYLE);
