@@ -100,6 +100,8 @@ let current;
 /**
  * Mounts the tasks view in `root`. `ctx.act` is the console's signed-action function (api.js).
  * Returns `{refresh, unmount}`.
+ * @param {HTMLElement} root
+ * @param {{ act: import('./action-types.js').Act }} ctx
  */
 export async function mountTasks(root, ctx) {
   current?.unmount();
