@@ -30,7 +30,7 @@ export const setLambdaTool: AgentsAction<'SetLambdaTool'> = async (deps, caller,
     document: action.document,
     cid,
   };
-  return await deps.heldEntries.transaction(deps.db, async (trx) => {
+  return await deps.heldEntries.transaction(deps.db, caller.account, async (trx) => {
     await recordAudit(trx, {
       ...auditBy(caller),
       action: 'SetLambdaTool',
@@ -46,7 +46,7 @@ export const setLambdaTool: AgentsAction<'SetLambdaTool'> = async (deps, caller,
 export const deleteLambdaTool: AgentsAction<'DeleteLambdaTool'> = async (deps, caller, action) => {
   const agent = await findAgent(deps, caller.account, action.agent);
   const req: DeleteLambdaToolRequest = { account: caller.account, agent: agent.id, name: action.name };
-  return await deps.heldEntries.transaction(deps.db, async (trx) => {
+  return await deps.heldEntries.transaction(deps.db, caller.account, async (trx) => {
     await recordAudit(trx, {
       ...auditBy(caller),
       action: 'DeleteLambdaTool',

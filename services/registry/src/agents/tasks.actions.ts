@@ -106,7 +106,7 @@ export const cancelTask: AgentsAction<'CancelTask'> = async (deps, caller, actio
   const before = await tasks.getTask(caller.account, id);
   if (isFinalTaskState(before.state)) return { task: before };
   try {
-    const task = await deps.heldEntries.transaction(deps.db, async (trx) => {
+    const task = await deps.heldEntries.transaction(deps.db, caller.account, async (trx) => {
       await recordAudit(trx, {
         ...auditBy(caller),
         action: 'CancelTask',

@@ -90,7 +90,7 @@ async function decide(
   // the call's arguments) is written first, in a transaction that commits only once Redis holds
   // the decision. Postgres lost at the entry decides nothing; a refused decision rolls it back.
   // Lost at the commit itself, the decision stands without its entry (see the README).
-  const decided = await deps.heldEntries.transaction(deps.db, async (trx) => {
+  const decided = await deps.heldEntries.transaction(deps.db, caller.account, async (trx) => {
     if (record?.status === 'pending')
       await recordAudit(trx, {
         ...auditBy(caller),

@@ -126,7 +126,7 @@ async function answerAsRead(
     action,
   );
   try {
-    const out = await deps.heldEntries.transaction(deps.db, async (trx) => {
+    const out = await deps.heldEntries.transaction(deps.db, caller.account, async (trx) => {
       // A refused answer (answered, expired, changed meanwhile) rolls the entry back.
       await recordAudit(trx, {
         ...auditBy(caller),
