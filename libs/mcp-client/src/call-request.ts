@@ -63,7 +63,11 @@ export function answerServerRequest(target: LegacyTarget, m: JsonRpcOther, signa
   );
 }
 
-/** The modern POST: standard headers, `Mcp-Param-*`, the `_meta` envelope. */
+/**
+ * The modern POST: standard headers, `Mcp-Param-*`, the `_meta` envelope. Built by assignment,
+ * not by spreading into literals: on the call path the spreads cost several microseconds a call
+ * (Node 20's object spread of several sources takes V8's slow path), the assignments a tenth of it.
+ */
 export function modernRequest(
   target: ModernTarget,
   id: string,
@@ -72,27 +76,42 @@ export function modernRequest(
   progressToken: string | undefined,
 ): { headers: Record<string, string>; body: string } {
   const trace = opts.trace === undefined ? target.traceMeta() : traceMeta(undefined, opts.trace);
-  const headers: Record<string, string> = {
-    ...target.headers,
-    ...(opts.trace !== undefined ? trace : {}),
-    ...(opts.tool !== undefined ? mcpParamHeaders(opts.tool.inputSchema, params.arguments) : {}),
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': target.protocolVersion,
-    'mcp-method': 'tools/call',
-    'mcp-name': encodeMcpParamValue(params.name),
-  };
-  const meta: Record<string, unknown> = {
-    ...trace,
-    ...params._meta,
-    ...(progressToken !== undefined ? { progressToken } : {}),
-    ...(opts.logLevel !== undefined ? { [LOG_LEVEL_META_KEY]: opts.logLevel } : {}),
-    [PROTOCOL_VERSION_META_KEY]: target.protocolVersion,
-    [CLIENT_CAPABILITIES_META_KEY]: callCapabilities(target.capabilities, opts),
-    [CLIENT_INFO_META_KEY]: target.clientInfo,
-  };
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: meta } });
+  const headers: Record<string, string> = {};
+  copyOwn(headers, target.headers);
+  if (opts.trace !== undefined && trace !== undefined) copyOwn(headers, trace);
+  if (opts.tool !== undefined) copyOwn(headers, mcpParamHeaders(opts.tool.inputSchema, params.arguments));
+  headers['content-type'] = 'application/json';
+  headers.accept = 'application/json, text/event-stream';
+  headers['mcp-protocol-version'] = target.protocolVersion;
+  headers['mcp-method'] = 'tools/call';
+  headers['mcp-name'] = encodeMcpParamValue(params.name);
+  const meta: Record<string, unknown> = {};
+  if (trace !== undefined) copyOwn(meta, trace);
+  if (params._meta !== undefined) copyOwn(meta, params._meta);
+  if (progressToken !== undefined) meta.progressToken = progressToken;
+  if (opts.logLevel !== undefined) meta[LOG_LEVEL_META_KEY] = opts.logLevel;
+  meta[PROTOCOL_VERSION_META_KEY] = target.protocolVersion;
+  meta[CLIENT_CAPABILITIES_META_KEY] = callCapabilities(target.capabilities, opts);
+  meta[CLIENT_INFO_META_KEY] = target.clientInfo;
+  const sent: Record<string, unknown> = {};
+  copyOwn(sent, params);
+  sent._meta = meta;
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: sent });
   return { headers, body };
+}
+
+/**
+ * Copies `source`'s own enumerable properties onto `into` as a spread would: as data properties,
+ * a `__proto__` key (from a caller's `_meta`, a connection's header) included as an own property,
+ * never as the object's prototype.
+ */
+function copyOwn(into: Record<string, unknown>, source: object): void {
+  for (const key of Object.keys(source)) {
+    const value = (source as Record<string, unknown>)[key];
+    if (key === '__proto__')
+      Object.defineProperty(into, key, { value, enumerable: true, writable: true, configurable: true });
+    else into[key] = value;
+  }
 }
 
 export function legacyRequest(
@@ -110,12 +129,11 @@ export function legacyRequest(
 
 /** The headers of a POST on a legacy session: the connection's own, the session, its negotiated version. */
 function sessionHeaders(target: LegacyTarget): Record<string, string> {
-  const headers: Record<string, string> = {
-    ...target.headers,
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    'mcp-session-id': target.sessionId,
-  };
+  const headers: Record<string, string> = {};
+  copyOwn(headers, target.headers);
+  headers['content-type'] = 'application/json';
+  headers.accept = 'application/json, text/event-stream';
+  headers['mcp-session-id'] = target.sessionId;
   if (target.protocolVersion !== undefined) headers['mcp-protocol-version'] = target.protocolVersion;
   return headers;
 }

@@ -105,9 +105,8 @@ function headerOf(headers: Record<string, string | string[] | undefined>, name: 
  */
 export function rawResponseMeters(b: Bounding): MeterFactory {
   return (opts, headers) => {
-    const url = new URL(String(opts.origin ?? 'about:blank'));
     const stream = mediaType(headerOf(headers, 'content-type')) === 'text/event-stream';
-    const meter = new ByteMeter(limitsFor(stream, b), url);
+    const meter = new ByteMeter(limitsFor(stream, b), String(opts.origin ?? 'about:blank'));
     const declared = declaredLength(headerOf(headers, 'content-length'));
     const refused = declared === undefined ? undefined : meter.refuseDeclared(declared);
     if (refused !== undefined) b.onCut?.(refused);

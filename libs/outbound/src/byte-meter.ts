@@ -46,10 +46,17 @@ export class ByteMeter {
 
   constructor(
     private readonly limits: MeterLimits,
-    /** The request's URL, for the error (only its origin is kept). */
-    private readonly url: URL,
+    /**
+     * The request's URL, for the error (only its origin is kept); as a string (an origin), it is
+     * parsed only when a bound is passed, not for every response.
+     */
+    private readonly where: URL | string,
   ) {
     this.events = limits.sseEvent === undefined ? undefined : new SseEventMeter(limits.sseEvent, limits.sseEvents);
+  }
+
+  private get url(): URL {
+    return typeof this.where === 'string' ? new URL(this.where) : this.where;
   }
 
   /** Counts `chunk`; the error of the bound it passes, or undefined while all hold. */
