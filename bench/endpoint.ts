@@ -584,7 +584,19 @@ async function main(): Promise<void> {
             )),
         };
 
+    // The legacy path paired too (full runs): its phases above run one after the other, and two
+    // such runs read its ratio to the relay 0.73× and 0.99× apart.
+    const pairedLegacy =
+      legacy !== undefined && PAIRED_ROUNDS > 0
+        ? await pairedConcurrent(
+            { op: ops.legacyRelay, pids: [relay.relayPid, relay.responderPid] },
+            { op: ops.legacyVia, pids: [endpoint.child.pid, proxy.child.pid] },
+          )
+        : undefined;
+
     const f = (n: number, d = 2): string => n.toFixed(d);
+    const pairedLine = (era: string, p: Awaited<ReturnType<typeof pairedConcurrent>>): string =>
+      `- ${era}, ${CALLERS} callers paired (${PAIRED_ROUNDS} rounds, a block of ${PAIRED_BLOCK} calls through each in turn, the order alternating): throughput against the relay median ${f(p.ratio.median)}× (middle half ${f(p.ratio.low)} to ${f(p.ratio.high)}; goal ≥ 0.8: ${p.ratio.median >= 0.8 ? 'met' : 'NOT met'}); endpoint + proxy CPU ${f(p.cpu.endpoint, 3)} ms/call = ${f(p.cpu.endpoint / p.cpu.relay)}× relay + responder's ${f(p.cpu.relay, 3)} over all blocks (goal ≤ 1.5: ${p.cpu.endpoint / p.cpu.relay <= 1.5 ? 'met' : 'NOT met'}; round by round median ${f(p.cpuRatio.median)}×, middle half ${f(p.cpuRatio.low)} to ${f(p.cpuRatio.high)})`;
     const lines = [
       `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}; ${new Date().toISOString()}${QUICK ? ' (BENCH_QUICK: modern rows only)' : ''}`,
       '',
@@ -605,12 +617,9 @@ async function main(): Promise<void> {
             ),
           ]
         : []),
-      ...(paired
-        ? [
-            `- modern, ${CALLERS} callers paired (${PAIRED_ROUNDS} rounds, a block of ${PAIRED_BLOCK} calls through each in turn, the order alternating): throughput against the relay median ${f(paired.ratio.median)}× (middle half ${f(paired.ratio.low)} to ${f(paired.ratio.high)}; goal ≥ 0.8: ${paired.ratio.median >= 0.8 ? 'met' : 'NOT met'}); endpoint + proxy CPU ${f(paired.cpu.endpoint, 3)} ms/call = ${f(paired.cpu.endpoint / paired.cpu.relay)}× relay + responder's ${f(paired.cpu.relay, 3)} over all blocks (goal ≤ 1.5: ${paired.cpu.endpoint / paired.cpu.relay <= 1.5 ? 'met' : 'NOT met'}; round by round median ${f(paired.cpuRatio.median)}×, middle half ${f(paired.cpuRatio.low)} to ${f(paired.cpuRatio.high)})`,
-          ]
-        : []),
+      ...(paired ? [pairedLine('modern', paired)] : []),
       ...(legacy ? floorLines('legacy', legacy.lvs, legacy.lvc, legacy.lrs, legacy.lrc) : []),
+      ...(pairedLegacy ? [pairedLine('legacy', pairedLegacy)] : []),
       'against direct: at 32 concurrent ≥ 0.8× direct; sequential p50 ≤ direct + 1 ms',
       `- modern: 32 callers ${f(mvc.perSecond / mdc.perSecond)}× direct (${mvc.perSecond / mdc.perSecond >= 0.8 ? 'met' : 'NOT met'}; the relay ${f(mrc.perSecond / mdc.perSecond)}×); sequential p50 +${f(mvs.p50 - mds.p50, 3)} ms (${mvs.p50 - mds.p50 <= 1 ? 'met' : 'NOT met'}; the relay +${f(mrs.p50 - mds.p50, 3)})`,
       ...(legacy

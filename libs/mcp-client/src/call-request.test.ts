@@ -19,7 +19,11 @@ describe('the call requests', () => {
       modern({ authorization: 'Bearer t' }),
       'c1',
       { name: 'echo', arguments: { m: 'hi' }, _meta: { 'app/key': 1 } },
-      { trace: { traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' }, logLevel: 'info' },
+      {
+        timeoutMs: 1_000,
+        trace: { traceparent: '00-0123456789abcdef0123456789abcdef-0123456789abcdef-01' },
+        logLevel: 'info',
+      },
       'p1',
     );
     expect(headers).toEqual({
@@ -58,7 +62,7 @@ describe('the call requests', () => {
       modern(hostileHeaders),
       'c2',
       { name: 'echo', arguments: {}, _meta: hostileMeta },
-      {},
+      { timeoutMs: 1_000 },
       undefined,
     );
     expect(Object.getPrototypeOf(headers)).toBe(Object.prototype);
