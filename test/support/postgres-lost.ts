@@ -96,15 +96,32 @@ export function postgresLoss(db: Db, locks: Db): PostgresLoss {
     try {
       await held.taken;
       const act = pending(send());
-      const pid = await eventually(
+      await eventually(
         async () => {
           if (act.done()) throw new Error(`answered before it got there: ${described(await act.answer)}`);
-          return (await waiting(lock.query))[0];
+          return (await waiting(lock.query)).length > 0 ? true : undefined;
         },
         15_000,
         `the action waiting at ${lock.query}`,
       );
-      await sql`SELECT pg_terminate_backend(${pid})`.execute(db);
+      // Every statement waiting there loses its connection, as in a failover: another writer's
+      // statement of the same shape (a task's audit entry, written from the task's event) may be
+      // waiting beside the action's, and the action's must not be left waiting behind the test's
+      // lock. Until the action answers, one that comes to wait after is terminated in turn (with
+      // `releaseFirst`, only those waiting now: the action's next statement must get through).
+      const terminateWaiting = async (): Promise<void> => {
+        for (const pid of await waiting(lock.query)) await sql`SELECT pg_terminate_backend(${pid})`.execute(db);
+      };
+      if (opts.releaseFirst === true) await terminateWaiting();
+      else
+        await eventually(
+          async () => {
+            await terminateWaiting();
+            return act.done() ? true : undefined;
+          },
+          30_000,
+          `the answer of the action whose statement at ${lock.query} lost its connection`,
+        );
       if (opts.releaseFirst === true) await held.release();
       return await act.answer;
     } finally {
