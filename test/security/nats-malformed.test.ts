@@ -151,6 +151,31 @@ describe('malformed NATS messages on every subject a service listens to (real NA
     ).toMatchObject({ ok: true });
   });
 
+  it("reads an integer written with an 8-byte head (as Go's and Python's CBOR encoders write 2^40) as a number, not a BigInt", async () => {
+    // cbor-x writes such a number as a float; another runtime's encoder writes a 64-bit integer.
+    const placeholder = (name: string): number[] => [0x60 + name.length, ...Buffer.from(name)];
+    const uint64 = (n: number): number[] => [0x1b, ...Buffer.from(BigInt(n).toString(16).padStart(16, '0'), 'hex')];
+    const swap = (bytes: Uint8Array, from: number[], to: number[]): Uint8Array => {
+      const at = Buffer.from(bytes).indexOf(Buffer.from(from));
+      expect(at).toBeGreaterThan(0);
+      return Uint8Array.from([...bytes.subarray(0, at), ...to, ...bytes.subarray(at + from.length)]);
+    };
+    let data = encodePayload({
+      account: api.principal,
+      agent: agentId,
+      run: 'r1',
+      callId: 'c-uint64',
+      tool: 'demo__add',
+      arguments: { a: 'PLACEHOLDER_A', b: 'PLACEHOLDER_B' },
+      timeoutMs: 'PLACEHOLDER_T',
+    });
+    data = swap(data, placeholder('PLACEHOLDER_A'), uint64(2 ** 40));
+    data = swap(data, placeholder('PLACEHOLDER_B'), uint64(1));
+    data = swap(data, placeholder('PLACEHOLDER_T'), uint64(30_000));
+    const reply = await request(h.subjects.proxyCall, data);
+    expect(reply).toMatchObject({ ok: true, result: { text: String(2 ** 40 + 1) } });
+  });
+
   it('drops malformed notifications and events, and every service goes on reading on the same connection', async () => {
     const acct = api.principal;
     const notifications = [

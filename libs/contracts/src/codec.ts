@@ -1,4 +1,4 @@
-import { Decoder, Encoder } from 'cbor-x';
+import { Decoder, Encoder, type Options } from 'cbor-x';
 import { toDagCborCompatible } from './dag-cbor-compat.js';
 import { ErrorCodes, WireError } from './errors.js';
 import { PAYLOAD_LIMITS, StrictRules, scanStrictCbor, type StrictLimits } from './strict-cbor.js';
@@ -8,7 +8,11 @@ import { PAYLOAD_LIMITS, StrictRules, scanStrictCbor, type StrictLimits } from '
  * extension (so any CBOR decoder reads what we write).
  */
 const encoder = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false });
-const decoder = new Decoder({ useRecords: false, mapsAsObjects: true });
+// An 8-byte integer head (another runtime's encoder writes one for 2^32 and up) reads as a number:
+// the strict scan admits only integers within ±(2^53 − 1), so it is exact (a BigInt would not
+// serialize to JSON, nor pass a field's number check). cbor-x reads the option but does not type
+// it; a test sends such a head through the proxy.
+const decoder = new Decoder({ useRecords: false, mapsAsObjects: true, int64AsNumber: true } as Options);
 
 /**
  * Encodes a payload. A property set to `undefined` is left out, an `undefined` array element is

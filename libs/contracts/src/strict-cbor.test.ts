@@ -152,6 +152,77 @@ describe('decodeStrict', () => {
   it('keeps decodePayload for the bytes the services stored themselves', () => {
     expect(decodePayload(encodePayload({ a: 1 }))).toEqual({ a: 1 });
   });
+
+  /** A map of `keys` (text keys, in order), each to the integer 1, written by hand (cbor-x would drop a duplicate). */
+  const mapOf = (keys: string[]): Uint8Array => {
+    const parts: number[] = keys.length < 24 ? [0xa0 + keys.length] : [0xb8, keys.length];
+    for (const k of keys) {
+      const b = Buffer.from(k, 'utf8');
+      parts.push(...(b.length < 24 ? [0x60 + b.length] : [0x78, b.length]), ...b, 0x01);
+    }
+    return Uint8Array.from(parts);
+  };
+
+  it('finds a duplicate key in a map of any width, whichever keys are alike, and passes keys that only look alike', () => {
+    const many = Array.from({ length: 40 }, (_, i) => `key-${i}`);
+    expect(Object.keys(decodeStrict<Record<string, unknown>>(mapOf(many), 'payload'))).toHaveLength(40);
+    // Before the map is wide, when it becomes wide, and long after.
+    for (const [at, again] of [
+      [2, 5],
+      [3, 16],
+      [0, 17],
+      [30, 39],
+    ] as const) {
+      const keys = [...many];
+      keys[again] = keys[at]!;
+      expect(refusal(mapOf(keys))).toMatchObject({ field: 'payload', rule: StrictRules.duplicateKey });
+    }
+    expect(refusal(mapOf(['é', 'e', 'é']))).toMatchObject({ rule: StrictRules.duplicateKey });
+    // Same length and first bytes, or a prefix: different keys.
+    expect(decodeStrict(mapOf(['ab', 'ac', 'a', 'abc', 'é', 'è']), 'payload')).toEqual({
+      ab: 1,
+      ac: 1,
+      a: 1,
+      abc: 1,
+      é: 1,
+      è: 1,
+    });
+    // The same key in two maps, one inside the other or side by side, is no duplicate.
+    expect(decodeStrict(encodePayload({ a: { a: 1, b: { a: 2 } }, b: [{ a: 1 }, { a: 2 }] }), 'payload')).toEqual({
+      a: { a: 1, b: { a: 2 } },
+      b: [{ a: 1 }, { a: 2 }],
+    });
+    // `__proto__` is refused by name, short of it or past it is a key.
+    expect(refusal(mapOf(['__proto__']))).toMatchObject({ rule: StrictRules.mapKey });
+    expect(decodeStrict(mapOf(['__proto_', '__proto__x']), 'payload')).toEqual({ __proto_: 1, __proto__x: 1 });
+  });
+
+  it('checks UTF-8 as strictly in a long text as in a short one', () => {
+    const text = (body: Buffer): Uint8Array =>
+      Uint8Array.from([...(body.length < 24 ? [0x60 + body.length] : [0x78, body.length]), ...body]);
+    for (const bad of ['c328', 'c0af', 'eda080', 'f4908080', 'e282', 'ff']) {
+      for (const pad of [0, 100]) {
+        const body = Buffer.concat([Buffer.alloc(pad, 0x61), Buffer.from(bad, 'hex'), Buffer.alloc(pad ? 3 : 0, 0x61)]);
+        expect(refusal(text(body))).toMatchObject({ rule: StrictRules.utf8 });
+      }
+    }
+    const good = `${'a'.repeat(60)}é✓😀`;
+    expect(decodeStrict(text(Buffer.from(good)), 'payload')).toBe(good);
+    expect(decodeStrict(text(Buffer.from('é✓😀')), 'payload')).toBe('é✓😀');
+  });
+
+  it('reads 2, 4 and 8-byte heads, and refuses every NaN and infinity but passes the largest finite floats', () => {
+    expect(decodeStrict(hex('19 01 00'), 'payload')).toBe(256);
+    expect(decodeStrict(hex('1a ff ff ff ff'), 'payload')).toBe(0xffff_ffff);
+    expect(decodeStrict(hex('1b 00 1f ff ff ff ff ff ff'), 'payload')).toBe(Number.MAX_SAFE_INTEGER);
+    expect(decodeStrict(hex('3a 80 00 00 00'), 'payload')).toBe(-0x8000_0001);
+    expect(decodeStrict(hex('79 00 02 61 62'), 'payload')).toBe('ab');
+    expect(decodeStrict(hex('9a 00 00 00 01 00'), 'payload')).toEqual([0]);
+    expect(decodeStrict(hex('fb 7f ef ff ff ff ff ff ff'), 'payload')).toBe(Number.MAX_VALUE);
+    expect(decodeStrict(hex('fb ff ef ff ff ff ff ff ff'), 'payload')).toBe(-Number.MAX_VALUE);
+    for (const bad of ['fb ff f0 00 00 00 00 00 00', 'fb ff f8 00 00 00 00 00 00', 'fb 7f f0 00 00 00 00 00 01'])
+      expect(refusal(hex(bad))).toMatchObject({ rule: StrictRules.float });
+  });
 });
 
 describe('checkValueBounds', () => {

@@ -1,4 +1,5 @@
 import { invalidInput, type WireError } from './errors.js';
+import { isUtf8 } from './utf8-check.js';
 
 /**
  * Bounds of a strictly decoded item. Depth counts nested arrays and maps (the top-level one is
@@ -108,31 +109,19 @@ function openPath(isMap: readonly boolean[], keyAt: ReadonlyArray<string | undef
   return path;
 }
 
-/** True when `bytes[start, end)` is well-formed UTF-8 (no overlongs, surrogates or values past U+10FFFF). */
-function isUtf8(bytes: Uint8Array, start: number, end: number): boolean {
-  let i = start;
-  while (i < end) {
-    const b = bytes[i]!;
-    if (b < 0x80) {
-      i++;
-      continue;
-    }
-    let need: number;
-    let min: number;
-    let cp: number;
-    if (b >= 0xc2 && b <= 0xdf) [need, min, cp] = [1, 0x80, b & 0x1f];
-    else if (b >= 0xe0 && b <= 0xef) [need, min, cp] = [2, 0x800, b & 0x0f];
-    else if (b >= 0xf0 && b <= 0xf4) [need, min, cp] = [3, 0x10000, b & 0x07];
-    else return false;
-    if (i + need >= end) return false;
-    for (let k = 1; k <= need; k++) {
-      const c = bytes[i + k]!;
-      if ((c & 0xc0) !== 0x80) return false;
-      cp = (cp << 6) | (c & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return false;
-    i += need + 1;
-  }
+/** The bytes of `__proto__`, the one key refused by name. */
+const PROTO_KEY = Uint8Array.from('__proto__', (c) => c.charCodeAt(0));
+
+/** Whether `bytes[a, a + len)` and `bytes[b, b + len)` hold the same bytes. */
+function sameBytes(bytes: Uint8Array, a: number, b: number, len: number): boolean {
+  for (let i = 0; i < len; i++) if (bytes[a + i] !== bytes[b + i]) return false;
+  return true;
+}
+
+/** Whether the `len` bytes at `at` spell `__proto__`. */
+function isProtoKey(bytes: Uint8Array, at: number, len: number): boolean {
+  if (len !== PROTO_KEY.length) return false;
+  for (let i = 0; i < len; i++) if (bytes[at + i] !== PROTO_KEY[i]) return false;
   return true;
 }
 
@@ -161,8 +150,7 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
       rule: StrictRules.size,
       limit: limits.maxBytes,
     });
-  const view = new DataView(bytes.buffer, bytes.byteOffset, n);
-  const open = new OpenContainers(field, limits);
+  const open = new OpenContainers(bytes, field, limits);
   const { remaining, isMap } = open;
   let items = 0;
   let pos = 0;
@@ -181,7 +169,7 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
       if (info > 27) throw badHead(field, major, info, at);
       const width = 1 << (info - 24);
       if (pos + width > n) throw refuse(field, StrictRules.truncated, 'the bytes end inside a head', at);
-      arg = major === 7 ? 0 : readUint(bytes, view, pos, width);
+      arg = major === 7 ? 0 : readUint(bytes, pos, width);
       if (major !== 7) pos += width;
     }
     if (atKey && major !== 3) throw refuse(field, StrictRules.mapKey, 'map keys must be text strings (DAG-CBOR)', at);
@@ -193,7 +181,7 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
         throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
       if (major === 3) {
         if (!isUtf8(bytes, pos, pos + arg)) throw refuse(field, StrictRules.utf8, 'text is not valid UTF-8', at);
-        if (atKey) open.key(keyString(bytes, pos, pos + arg), at);
+        if (atKey) open.key(pos, arg, at);
       }
       pos += arg;
     } else if (major <= 5) {
@@ -202,9 +190,9 @@ export function scanStrictCbor(bytes: Uint8Array, field: string, limits: StrictL
         throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', at);
       if (open.push(major === 5, arg, at)) continue;
     } else if (major === 6) {
-      pos = cidEnd(bytes, view, pos, arg, info, field, at);
+      pos = cidEnd(bytes, pos, arg, info, field, at);
     } else {
-      pos = simpleEnd(view, pos, info, field, at);
+      pos = simpleEnd(bytes, pos, info, field, at);
     }
     if (open.closeCompleted()) break;
   }
@@ -226,17 +214,21 @@ function badHead(field: string, major: number, info: number, at: number): WireEr
 }
 
 /** A big-endian unsigned integer of `width` (1, 2, 4 or 8) bytes at `pos` (8 bytes: as a number, exact to 2^53). */
-function readUint(bytes: Uint8Array, view: DataView, pos: number, width: number): number {
+function readUint(bytes: Uint8Array, pos: number, width: number): number {
   if (width === 1) return bytes[pos]!;
-  if (width === 2) return view.getUint16(pos);
-  if (width === 4) return view.getUint32(pos);
-  return view.getUint32(pos) * TWO_POW_32 + view.getUint32(pos + 4);
+  if (width === 2) return (bytes[pos]! << 8) | bytes[pos + 1]!;
+  if (width === 4) return uint32(bytes, pos);
+  return uint32(bytes, pos) * TWO_POW_32 + uint32(bytes, pos + 4);
+}
+
+/** The big-endian 32-bit unsigned integer at `pos`. */
+function uint32(bytes: Uint8Array, pos: number): number {
+  return bytes[pos]! * 0x100_0000 + ((bytes[pos + 1]! << 16) | (bytes[pos + 2]! << 8) | bytes[pos + 3]!);
 }
 
 /** Where a tag's item ends: only tag 42 over a byte string led by the identity multibase prefix (a CID), read here as one item. */
 function cidEnd(
   bytes: Uint8Array,
-  view: DataView,
   inner: number,
   tag: number,
   info: number,
@@ -255,7 +247,7 @@ function cidEnd(
   if (innerInfo >= 24) {
     const width = 1 << (innerInfo - 24);
     if (p + width > n) throw refuse(field, StrictRules.truncated, 'the bytes end inside a head', inner);
-    len = readUint(bytes, view, p, width);
+    len = readUint(bytes, p, width);
     p += width;
   }
   if (len > n - p) throw refuse(field, StrictRules.truncated, 'declared length runs past the end of the bytes', inner);
@@ -264,10 +256,11 @@ function cidEnd(
 }
 
 /** Where a major-7 item ends: false, true, null and finite 64-bit floats only. */
-function simpleEnd(view: DataView, pos: number, info: number, field: string, at: number): number {
+function simpleEnd(bytes: Uint8Array, pos: number, info: number, field: string, at: number): number {
   if (info === 20 || info === 21 || info === 22) return pos;
   if (info === 27) {
-    if (!Number.isFinite(view.getFloat64(pos)))
+    // All exponent bits set: NaN or an infinity.
+    if ((bytes[pos]! & 0x7f) === 0x7f && (bytes[pos + 1]! & 0xf0) === 0xf0)
       throw refuse(field, StrictRules.float, 'NaN and infinities are not allowed (DAG-CBOR)', at);
     return pos + 8;
   }
@@ -284,24 +277,44 @@ function simpleEnd(view: DataView, pos: number, info: number, field: string, at:
 
 /**
  * The containers open in a {@link scanStrictCbor} pass: for each, the items it still expects (a
- * map expects 2 per entry), whether it is a map, and the keys seen in that map so far (a set
- * made on its second key).
+ * map expects 2 per entry) and whether it is a map; and the keys of the open maps, as offsets into
+ * the bytes (compared byte for byte, no string made), on one stack: each map's start on it in
+ * `keysFrom`. A map past {@link SET_FROM_KEYS} keys checks its keys in a set of strings instead.
  */
 class OpenContainers {
   readonly remaining: number[] = [];
   readonly isMap: boolean[] = [];
-  private readonly keys: Array<Set<string> | undefined> = [];
-  private readonly firstKey: Array<string | undefined> = [];
-  /** The key being read in each of the first open maps, named when a bound is crossed inside it. */
-  private readonly keyAt: Array<string | undefined> = [];
+  /** Where each open container's keys begin on the key stack (an array's: where the stack stood). */
+  private readonly keysFrom: number[] = [];
+  /** The key stack: each key's offset and byte length. */
+  private readonly keyAt: number[] = [];
+  private readonly keyLength: number[] = [];
+  /** The sets of the maps that grew past {@link SET_FROM_KEYS} keys, by depth. */
+  private sets: Map<number, Set<string>> | undefined;
 
   constructor(
+    private readonly bytes: Uint8Array,
     private readonly field: string,
     private readonly limits: StrictLimits,
   ) {}
 
   overBound(rule: StrictRule, message: string, at: number, limit: number): WireError {
-    return overBound(this.field, rule, message, at, limit, openPath(this.isMap, this.keyAt));
+    return overBound(this.field, rule, message, at, limit, openPath(this.isMap, this.pathKeys()));
+  }
+
+  /** The key being read in each of the first {@link BOUND_PATH_KEYS} open maps (its last key), as text. */
+  private pathKeys(): Array<string | undefined> {
+    const keys: Array<string | undefined> = [];
+    for (let depth = 0; depth < Math.min(this.remaining.length, BOUND_PATH_KEYS); depth++) {
+      const end = depth + 1 < this.keysFrom.length ? this.keysFrom[depth + 1]! : this.keyAt.length;
+      const last = end - 1;
+      keys.push(
+        this.isMap[depth] === true && last >= this.keysFrom[depth]!
+          ? keyString(this.bytes, this.keyAt[last]!, this.keyAt[last]! + this.keyLength[last]!)
+          : undefined,
+      );
+    }
+    return keys;
   }
 
   /** Opens an array or map of `arg` entries (none is opened for an empty one); true when one was opened. */
@@ -316,29 +329,39 @@ class OpenContainers {
     if (arg === 0) return false;
     this.remaining.push(map ? arg * 2 : arg);
     this.isMap.push(map);
-    if (this.remaining.length <= BOUND_PATH_KEYS) this.keyAt[this.remaining.length - 1] = undefined;
-    this.keys.push(undefined);
-    this.firstKey.push(undefined);
+    this.keysFrom.push(this.keyAt.length);
     return true;
   }
 
-  /** A key of the innermost open map: never `__proto__`, at most once per map. */
-  key(key: string, at: number): void {
-    const top = this.remaining.length - 1;
+  /** A key of the innermost open map (`length` bytes at `start`): never `__proto__`, at most once per map. */
+  key(start: number, length: number, at: number): void {
+    const bytes = this.bytes;
     // cbor-x renames it (it would set the object's prototype), so the value would not be what was sent (or signed).
-    if (key === '__proto__') throw refuse(this.field, StrictRules.mapKey, 'the map key "__proto__" is refused', at);
-    if (top < BOUND_PATH_KEYS) this.keyAt[top] = key;
-    const seen = this.keys[top];
-    const first = this.firstKey[top];
-    if (seen !== undefined) {
-      if (seen.has(key)) throw refuse(this.field, StrictRules.duplicateKey, 'a map key appears twice', at);
-      seen.add(key);
-    } else if (first === undefined) {
-      this.firstKey[top] = key;
+    if (isProtoKey(bytes, start, length))
+      throw refuse(this.field, StrictRules.mapKey, 'the map key "__proto__" is refused', at);
+    const depth = this.remaining.length - 1;
+    const from = this.keysFrom[depth]!;
+    const seen = this.keyAt.length - from;
+    if (seen < SET_FROM_KEYS) {
+      for (let k = from; k < this.keyAt.length; k++) {
+        if (this.keyLength[k] === length && sameBytes(bytes, this.keyAt[k]!, start, length))
+          throw refuse(this.field, StrictRules.duplicateKey, 'a map key appears twice', at);
+      }
     } else {
-      if (first === key) throw refuse(this.field, StrictRules.duplicateKey, 'a map key appears twice', at);
-      this.keys[top] = new Set([first, key]);
+      const sets = (this.sets ??= new Map());
+      let set = sets.get(depth);
+      if (set === undefined) {
+        set = new Set();
+        for (let k = from; k < this.keyAt.length; k++)
+          set.add(keyString(bytes, this.keyAt[k]!, this.keyAt[k]! + this.keyLength[k]!));
+        sets.set(depth, set);
+      }
+      const text = keyString(bytes, start, start + length);
+      if (set.has(text)) throw refuse(this.field, StrictRules.duplicateKey, 'a map key appears twice', at);
+      set.add(text);
     }
+    this.keyAt.push(start);
+    this.keyLength.push(length);
   }
 
   /** An item is complete: closes every container it completes. True when that was the top-level item. */
@@ -353,8 +376,13 @@ class OpenContainers {
       }
       this.remaining.pop();
       this.isMap.pop();
-      this.keys.pop();
-      this.firstKey.pop();
+      const from = this.keysFrom.pop()!;
+      this.keyAt.length = from;
+      this.keyLength.length = from;
+      this.sets?.delete(last);
     }
   }
 }
+
+/** A map's keys are compared byte for byte up to this many; past it, in a set. */
+const SET_FROM_KEYS = 16;
