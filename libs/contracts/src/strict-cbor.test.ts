@@ -211,11 +211,14 @@ describe('decodeStrict', () => {
     expect(decodeStrict(text(Buffer.from('é✓😀')), 'payload')).toBe('é✓😀');
   });
 
-  it('reads 2, 4 and 8-byte heads, and refuses every NaN and infinity but passes the largest finite floats', () => {
+  it('reads 2, 4 and 8-byte heads as numbers, and refuses every NaN and infinity but passes the largest finite floats', () => {
     expect(decodeStrict(hex('19 01 00'), 'payload')).toBe(256);
     expect(decodeStrict(hex('1a ff ff ff ff'), 'payload')).toBe(0xffff_ffff);
     expect(decodeStrict(hex('1b 00 1f ff ff ff ff ff ff'), 'payload')).toBe(Number.MAX_SAFE_INTEGER);
     expect(decodeStrict(hex('3a 80 00 00 00'), 'payload')).toBe(-0x8000_0001);
+    // A number, never a BigInt, from an 8-byte head (another runtime's encoder writes one from 2^32).
+    expect(decodeStrict(hex('3b 00 00 01 00 00 00 00 00'), 'payload')).toBe(-(2 ** 40) - 1);
+    expect(decodeStrict(hex('1b 00 00 00 00 00 00 00 05'), 'payload')).toBe(5);
     expect(decodeStrict(hex('79 00 02 61 62'), 'payload')).toBe('ab');
     expect(decodeStrict(hex('9a 00 00 00 01 00'), 'payload')).toEqual([0]);
     expect(decodeStrict(hex('fb 7f ef ff ff ff ff ff ff'), 'payload')).toBe(Number.MAX_VALUE);
