@@ -22,8 +22,9 @@
  * at 32 callers the endpoint keeps ≥ 0.8× the relay's throughput; endpoint + proxy CPU per call
  * ≤ 1.5× relay + responder; sequential p50 ≤ the relay's + 0.5 ms, read also from the three
  * paths' sequential calls interleaved in blocks, which share the box's moment (`BENCH_INTERLEAVED`),
- * and the 32-caller goals from paired blocks of the relay and the endpoint (`BENCH_PAIRED_ROUNDS`).
- * `BENCH_QUICK=1`: the modern rows only.
+ * and the 32-caller goals from paired blocks of the relay and the endpoint (`BENCH_PAIRED_ROUNDS`),
+ * whose CPU is also split between the processes' main threads and their helper threads (V8's
+ * garbage collector and compiler). `BENCH_QUICK=1`: the modern rows only.
  *
  * Spans: the services run with no span exporter, as the bare relay, so their spans carry only their
  * context and record nothing (docs/operations.md#trace-context). `BENCH_TRACES=exported` gives the
@@ -46,6 +47,7 @@ import { ROOT } from '../test/support/system.js';
 import {
   BENCH_PROXY_ENV,
   processCpuMs as cpuOf,
+  mainThreadCpuMs,
   runPhase as run,
   startEchoUpstream as startUpstream,
 } from './support/measure.js';
@@ -196,10 +198,17 @@ interface PairedPath {
 async function pairedConcurrent(
   relay: PairedPath,
   endpoint: PairedPath,
-): Promise<{ ratio: Spread; cpuRatio: Spread; cpu: { relay: number; endpoint: number } }> {
+): Promise<{
+  ratio: Spread;
+  cpuRatio: Spread;
+  cpu: { relay: number; endpoint: number };
+  main: { relay: number; endpoint: number };
+}> {
   const ratios: number[] = [];
   const cpuRatios: number[] = [];
   const cpu = { relay: 0, endpoint: 0 };
+  // The same CPU, the processes' main threads only (the rest is V8's helper threads: GC, compiler).
+  const main = { relay: 0, endpoint: 0 };
   for (let round = 0; round < PAIRED_ROUNDS; round++) {
     const order = round % 2 === 0 ? (['relay', 'endpoint'] as const) : (['endpoint', 'relay'] as const);
     const rate = { relay: 0, endpoint: 0 };
@@ -207,8 +216,10 @@ async function pairedConcurrent(
     for (const side of order) {
       const path = side === 'relay' ? relay : endpoint;
       const before = path.pids.map((p) => cpuOf(p));
+      const mainBefore = path.pids.map((p) => mainThreadCpuMs(p));
       const r = await run(PAIRED_BLOCK, CALLERS, path.op);
       const used = path.pids.reduce<number>((sum, p, i) => sum + cpuOf(p) - (before[i] ?? 0), 0);
+      main[side] += path.pids.reduce<number>((sum, p, i) => sum + mainThreadCpuMs(p) - (mainBefore[i] ?? 0), 0);
       rate[side] = PAIRED_BLOCK / r.seconds;
       perCall[side] = used / PAIRED_BLOCK;
       cpu[side] += used;
@@ -221,6 +232,7 @@ async function pairedConcurrent(
     ratio: spread(ratios),
     cpuRatio: spread(cpuRatios),
     cpu: { relay: cpu.relay / calls, endpoint: cpu.endpoint / calls },
+    main: { relay: main.relay / calls, endpoint: main.endpoint / calls },
   };
 }
 
@@ -596,7 +608,7 @@ async function main(): Promise<void> {
 
     const f = (n: number, d = 2): string => n.toFixed(d);
     const pairedLine = (era: string, p: Awaited<ReturnType<typeof pairedConcurrent>>): string =>
-      `- ${era}, ${CALLERS} callers paired (${PAIRED_ROUNDS} rounds, a block of ${PAIRED_BLOCK} calls through each in turn, the order alternating): throughput against the relay median ${f(p.ratio.median)}× (middle half ${f(p.ratio.low)} to ${f(p.ratio.high)}; goal ≥ 0.8: ${p.ratio.median >= 0.8 ? 'met' : 'NOT met'}); endpoint + proxy CPU ${f(p.cpu.endpoint, 3)} ms/call = ${f(p.cpu.endpoint / p.cpu.relay)}× relay + responder's ${f(p.cpu.relay, 3)} over all blocks (goal ≤ 1.5: ${p.cpu.endpoint / p.cpu.relay <= 1.5 ? 'met' : 'NOT met'}; round by round median ${f(p.cpuRatio.median)}×, middle half ${f(p.cpuRatio.low)} to ${f(p.cpuRatio.high)})`;
+      `- ${era}, ${CALLERS} callers paired (${PAIRED_ROUNDS} rounds, a block of ${PAIRED_BLOCK} calls through each in turn, the order alternating): throughput against the relay median ${f(p.ratio.median)}× (middle half ${f(p.ratio.low)} to ${f(p.ratio.high)}; goal ≥ 0.8: ${p.ratio.median >= 0.8 ? 'met' : 'NOT met'}); endpoint + proxy CPU ${f(p.cpu.endpoint, 3)} ms/call = ${f(p.cpu.endpoint / p.cpu.relay)}× relay + responder's ${f(p.cpu.relay, 3)} over all blocks (goal ≤ 1.5: ${p.cpu.endpoint / p.cpu.relay <= 1.5 ? 'met' : 'NOT met'}; round by round median ${f(p.cpuRatio.median)}×, middle half ${f(p.cpuRatio.low)} to ${f(p.cpuRatio.high)}); of it, the main threads ${f(p.main.endpoint, 3)} against ${f(p.main.relay, 3)} ms/call (${f(p.main.endpoint / p.main.relay)}×), the helper threads (GC, compiler) ${f(p.cpu.endpoint - p.main.endpoint, 3)} against ${f(p.cpu.relay - p.main.relay, 3)}`;
     const lines = [
       `machine: ${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, node ${process.version}; ${new Date().toISOString()}${QUICK ? ' (BENCH_QUICK: modern rows only)' : ''}`,
       '',

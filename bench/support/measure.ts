@@ -45,6 +45,21 @@ export function processCpuMs(pid: number | undefined): number {
 }
 
 /**
+ * CPU milliseconds of a process's main thread alone (/proc, its task of the same id; 0 where
+ * there is none): the JavaScript and the system calls it makes. The rest of {@link processCpuMs}
+ * is its helper threads: V8's garbage collector and compiler, libuv's pool.
+ */
+export function mainThreadCpuMs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return 0;
+  }
+}
+
+/**
  * CPU milliseconds every `postgres` process of this machine has used (/proc, utime + stime; 0
  * where there is no /proc). The bench's Postgres serves nothing else while a phase runs, so the
  * difference over a phase is what the phase cost the database (the call log's inserts).
