@@ -227,14 +227,7 @@ function uint32(bytes: Uint8Array, pos: number): number {
 }
 
 /** Where a tag's item ends: only tag 42 over a byte string led by the identity multibase prefix (a CID), read here as one item. */
-function cidEnd(
-  bytes: Uint8Array,
-  inner: number,
-  tag: number,
-  info: number,
-  field: string,
-  at: number,
-): number {
+function cidEnd(bytes: Uint8Array, inner: number, tag: number, info: number, field: string, at: number): number {
   if (tag !== CID_TAG || info !== 24)
     throw refuse(field, StrictRules.tag, `tag ${tag} is not allowed (DAG-CBOR allows only tag 42)`, at);
   const n = bytes.byteLength;
