@@ -15,6 +15,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { availableParallelism, loadavg, totalmem } from 'node:os';
 import { ProxySystem, spawnProxyProcess, type ProxyProcess } from '../test/support/proxy-system.js';
+import { statCpuMs } from '../test/support/proc-cpu.js';
 import { ROOT } from '../test/support/system.js';
 import { BENCH_PROXY_ENV, processCpuMs, runPhase, startEchoUpstream } from './support/measure.js';
 import { benchServiceForm } from './support/service-bundles.js';
@@ -35,8 +36,7 @@ function threadCpuMs(pid: number | undefined): Map<string, number> {
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      out.set(comm, (out.get(comm) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+      out.set(comm, (out.get(comm) ?? 0) + statCpuMs(`/proc/${pid}/task/${tid}/stat`));
     }
   } catch {
     // The process or a thread ended meanwhile: what was read stands.

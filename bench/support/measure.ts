@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { processCpuMs } from '../../test/support/proc-cpu.js';
 import { ROOT } from '../../test/support/system.js';
+
+export { mainThreadCpuMs, processCpuMs } from '../../test/support/proc-cpu.js';
 
 /** The value at percentile `p` of an ascending list (0 for an empty one). */
 export function percentile(sorted: number[], p: number): number {
@@ -31,32 +34,6 @@ export async function runPhase(
   const seconds = (performance.now() - started) / 1000;
   latencies.sort((a, b) => a - b);
   return { seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
-}
-
-/** CPU milliseconds a process has used (utime + stime from /proc, in clock ticks of 10 ms; 0 elsewhere or for no process). */
-export function processCpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
-}
-
-/**
- * CPU milliseconds of a process's main thread alone (/proc, its task of the same id; 0 where
- * there is none): the JavaScript and the system calls it makes. The rest of {@link processCpuMs}
- * is its helper threads: V8's garbage collector and compiler, libuv's pool.
- */
-export function mainThreadCpuMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    const fields = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return 0;
-  }
 }
 
 /**

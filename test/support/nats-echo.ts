@@ -5,12 +5,12 @@
  * and the runtime's own ProxyClient to call it. No upstream, no proxy: what the hop itself costs.
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connect, type Msg, type NatsConnection } from '@nats-io/transport-node';
 import { decodeStrict, encodePayload, makeSubjects } from '@mcpx/contracts';
 import { ProxyClient } from '@mcpx/proxy-client';
 import { entryArgs } from './bundles.js';
+import { processCpuMs } from './proc-cpu.js';
 import { serviceUrls } from './env.js';
 import { ROOT } from './system.js';
 
@@ -81,15 +81,6 @@ export async function startNatsEcho(): Promise<NatsEcho> {
       child.kill('SIGTERM');
     },
   };
-}
-
-function processCpuMs(pid: number | undefined): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
